@@ -1,0 +1,53 @@
+# Shared helpers for the test-server scripts. Source it; do not run it.
+#
+# Every server runs on 127.0.0.1 with throwaway data under $CHATMEM_SERVERS_RUN,
+# and caches what it downloads or builds under $CHATMEM_SERVERS_CACHE so a warm
+# machine starts fast.
+
+CHATMEM_ROOT=${CHATMEM_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+CHATMEM_SERVERS_RUN=${CHATMEM_SERVERS_RUN:-/tmp/chatmem-servers}
+CHATMEM_SERVERS_CACHE=${CHATMEM_SERVERS_CACHE:-$CHATMEM_ROOT/.ci-cache}
+mkdir -p "$CHATMEM_SERVERS_RUN" "$CHATMEM_SERVERS_CACHE"
+chmod 755 "$CHATMEM_SERVERS_RUN"
+
+# wait_tcp HOST PORT TIMEOUT_SECONDS [PIDFILE]: 0 once the port accepts a TCP connection.
+wait_tcp() {
+  local host=$1 port=$2 timeout=$3 pidfile=${4:-} i
+  for ((i = 0; i < timeout * 2; i++)); do
+    if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then return 0; fi
+    if [[ -n $pidfile && -f $pidfile ]] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+      echo "process from $pidfile died before $host:$port opened" >&2
+      return 1
+    fi
+    sleep 0.5
+  done
+  echo "timeout waiting for $host:$port" >&2
+  return 1
+}
+
+# port_open HOST PORT: 0 if something listens there now.
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# stop_pidfile PIDFILE [GRACE_SECONDS]: TERM, wait, then KILL.
+stop_pidfile() {
+  local pidfile=$1 grace=${2:-30} pid i
+  [[ -f $pidfile ]] || return 0
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for ((i = 0; i < grace * 4; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+}
+
+# apt_install PKG...: install Debian packages that are missing (apt-get update once per run).
+apt_install() {
+  local missing=() p
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  ((${#missing[@]})) || return 0
+  if [[ ! -f $CHATMEM_SERVERS_RUN/.apt-updated ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && touch "$CHATMEM_SERVERS_RUN/.apt-updated"
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
