@@ -1,0 +1,127 @@
+"""chatmem: conversation memory for LLM applications.
+
+Memory (what the model sees) is derived from a lossless, append-only history kept in the
+repository of your choice. Importing chatmem imports no database driver and no model SDK.
+
+Example:
+    ```python
+    from chatmem import MessageWindowChatMemory, UserMessage, AssistantMessage
+
+    memory = MessageWindowChatMemory(max_messages=20)
+    memory.add("007", UserMessage("My name is James Bond"))
+    memory.add("007", AssistantMessage("Hello, Mr Bond."))
+    memory.get("007")
+    ```
+"""
+
+from chatmem._version import __version__
+from chatmem.conversation_ids import (
+    MAX_CONVERSATION_ID_LENGTH,
+    owner_of,
+    scoped_conversation_id,
+    split_conversation_id,
+    validate_conversation_id,
+)
+from chatmem.exceptions import (
+    AdvisorError,
+    ChatMemError,
+    ChatModelError,
+    ChatModelHTTPError,
+    ChatModelResponseError,
+    ConfigurationError,
+    InvalidConversationIdError,
+    MessageDecodeError,
+    MissingConversationIdError,
+    RepositoryConnectionError,
+    RepositoryError,
+    RepositoryTimeoutError,
+)
+from chatmem.memory import (
+    CONVERSATION_ID,
+    AsyncChatMemory,
+    AsyncMessageWindowChatMemory,
+    AsyncTokenWindowChatMemory,
+    ChatMemory,
+    MessageWindowChatMemory,
+    TokenWindowChatMemory,
+)
+from chatmem.messages import (
+    AssistantMessage,
+    Media,
+    Message,
+    MessageType,
+    SystemMessage,
+    ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+    decode_message,
+    encode_message,
+)
+from chatmem.repository import (
+    AsyncChatMemoryLog,
+    AsyncChatMemoryRepository,
+    AsyncInMemoryChatMemoryRepository,
+    ChatMemoryLog,
+    ChatMemoryRepository,
+    ConversationPage,
+    InMemoryChatMemoryRepository,
+    Position,
+    StoredMessage,
+)
+from chatmem.tokens import (
+    CharacterTokenEstimator,
+    TiktokenTokenEstimator,
+    TokenEstimator,
+)
+
+__all__ = [
+    "CONVERSATION_ID",
+    "MAX_CONVERSATION_ID_LENGTH",
+    "AdvisorError",
+    "AssistantMessage",
+    "AsyncChatMemory",
+    "AsyncChatMemoryLog",
+    "AsyncChatMemoryRepository",
+    "AsyncInMemoryChatMemoryRepository",
+    "AsyncMessageWindowChatMemory",
+    "AsyncTokenWindowChatMemory",
+    "CharacterTokenEstimator",
+    "ChatMemError",
+    "ChatMemory",
+    "ChatMemoryLog",
+    "ChatMemoryRepository",
+    "ChatModelError",
+    "ChatModelHTTPError",
+    "ChatModelResponseError",
+    "ConfigurationError",
+    "ConversationPage",
+    "InMemoryChatMemoryRepository",
+    "InvalidConversationIdError",
+    "Media",
+    "Message",
+    "MessageDecodeError",
+    "MessageType",
+    "MessageWindowChatMemory",
+    "MissingConversationIdError",
+    "Position",
+    "RepositoryConnectionError",
+    "RepositoryError",
+    "RepositoryTimeoutError",
+    "StoredMessage",
+    "SystemMessage",
+    "TiktokenTokenEstimator",
+    "TokenEstimator",
+    "TokenWindowChatMemory",
+    "ToolCall",
+    "ToolResponse",
+    "ToolResponseMessage",
+    "UserMessage",
+    "__version__",
+    "decode_message",
+    "encode_message",
+    "owner_of",
+    "scoped_conversation_id",
+    "split_conversation_id",
+    "validate_conversation_id",
+]

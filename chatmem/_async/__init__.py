@@ -1,0 +1,1 @@
+"""Async implementations; the sync twins in ``chatmem._sync`` are generated from these."""

@@ -1,0 +1,342 @@
+"""Chat memories: what the model sees, derived from the stored history."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from chatmem._async.in_memory import AsyncInMemoryChatMemoryRepository
+from chatmem._async.repository import AsyncChatMemoryLog, AsyncChatMemoryRepository
+from chatmem._concurrency import async_api
+from chatmem._flavor import check_flavor
+from chatmem._records import StoredMessage
+from chatmem.conversation_ids import validate_conversation_id
+from chatmem.exceptions import ConfigurationError
+from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
+from chatmem.tokens import CachedTokenEstimator, TiktokenTokenEstimator, TokenEstimator
+from chatmem.window import select_window
+
+__all__ = [
+    "AsyncChatMemory",
+    "AsyncMessageWindowChatMemory",
+    "AsyncTokenWindowChatMemory",
+]
+
+
+@runtime_checkable
+class AsyncChatMemory(Protocol):
+    """What a memory advisor needs: add messages, get the model's view, clear."""
+
+    async def add(self, conversation_id: str, messages: Message | Sequence[Message]) -> None:
+        """Add messages to a conversation.
+
+        Args:
+            conversation_id: The conversation.
+            messages: One message or several, in order.
+        """
+        ...
+
+    async def get(self, conversation_id: str) -> list[Message]:
+        """Return the messages the model should see, system message first.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        ...
+
+    async def clear(self, conversation_id: str) -> None:
+        """Delete a conversation's memory and history.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        ...
+
+
+def _as_list(messages: Message | Sequence[Message]) -> list[Message]:
+    if isinstance(messages, BaseModel):
+        return [messages]
+    return list(messages)
+
+
+class _AsyncWindowMemory:
+    """Shared add/get/clear of both windows; subclasses say how to size and fetch."""
+
+    def __init__(self, repository: AsyncChatMemoryRepository | None, *, evict: bool) -> None:
+        if repository is None:
+            repository = AsyncInMemoryChatMemoryRepository()
+        check_flavor(repository, "save_all", is_async=async_api, role="chat memory repository")
+        self.repository = repository
+        """The repository holding the history."""
+        self.evict = evict
+        """Whether messages that leave the window are deleted from the repository."""
+        self._log = repository if isinstance(repository, AsyncChatMemoryLog) else None
+
+    # -- subclass hooks ------------------------------------------------------------------------
+
+    def _budget(self) -> int:
+        raise NotImplementedError
+
+    def _size(self, message: Message) -> int:
+        raise NotImplementedError
+
+    async def _fetch_recent(
+        self, log: AsyncChatMemoryLog, conversation_id: str, budget: int
+    ) -> tuple[list[StoredMessage], bool]:
+        """Return the newest stored messages that can matter and whether that is all of them."""
+        raise NotImplementedError
+
+    # -- the ChatMemory API ---------------------------------------------------------------------
+
+    async def add(self, conversation_id: str, messages: Message | Sequence[Message]) -> None:
+        """Append messages; repeated system messages are ignored, a new one replaces the old.
+
+        Args:
+            conversation_id: The conversation.
+            messages: One message or several, in order.
+        """
+        validate_conversation_id(conversation_id)
+        batch = _as_list(messages)
+        if not batch:
+            return
+        if self._log is None:
+            await self._add_by_rewrite(conversation_id, batch)
+            return
+        current: str | None = None
+        if any(isinstance(m, SystemMessage) for m in batch):
+            stored = await self._log.find_system_message(conversation_id)
+            current = stored.message.text if stored else None  # type: ignore[union-attr]
+        fresh, _ = _drop_repeated_system(batch, current)
+        if fresh:
+            await self._log.append(conversation_id, fresh)
+        if self.evict:
+            await self._evict(self._log, conversation_id)
+
+    async def get(self, conversation_id: str) -> list[Message]:
+        """Return the system message (if any) followed by the window.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        validate_conversation_id(conversation_id)
+        if self._log is None:
+            history = await self.repository.find_by_conversation_id(conversation_id)
+            system, window = self._select_from_history(history)
+            return ([system] if system else []) + window
+        system_stored, window_stored = await self._read(self._log, conversation_id)
+        window = [s.message for s in window_stored]
+        return ([system_stored.message] if system_stored else []) + window
+
+    async def clear(self, conversation_id: str) -> None:
+        """Delete the conversation's memory and its history.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        validate_conversation_id(conversation_id)
+        await self.repository.delete_by_conversation_id(conversation_id)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    async def _read(
+        self, log: AsyncChatMemoryLog, conversation_id: str
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        system = await log.find_system_message(conversation_id)
+        budget = self._budget() - (self._size(system.message) if system else 0)
+        recent, complete = await self._fetch_recent(log, conversation_id, max(budget, 1))
+        if recent and not complete and not any(isinstance(s.message, UserMessage) for s in recent):
+            # The newest turn is bigger than the budget and its user message is older than
+            # what was read: fetch it so the oversized-turn rule can keep it.
+            anchor = await log.find_latest(conversation_id, MessageType.USER)
+            if anchor is not None:
+                recent = [anchor, *recent]
+        by_id = {s.message.id: s for s in recent}
+        selected = select_window(
+            [s.message for s in recent],
+            budget=budget,
+            size=self._size,
+            history_complete=complete,
+        )
+        # Repair may hand back edited copies (fewer tool calls); keep them, with positions.
+        return system, [StoredMessage(by_id[m.id].position, m) for m in selected]
+
+    async def _evict(self, log: AsyncChatMemoryLog, conversation_id: str) -> None:
+        _, window = await self._read(log, conversation_id)
+        if window:
+            await log.delete_before(conversation_id, window[0].position)
+
+    def _select_from_history(
+        self, history: Sequence[Message]
+    ) -> tuple[SystemMessage | None, list[Message]]:
+        system: SystemMessage | None = None
+        chat: list[Message] = []
+        for message in history:
+            if isinstance(message, SystemMessage):
+                system = message
+            else:
+                chat.append(message)
+        budget = self._budget() - (self._size(system) if system else 0)
+        return system, select_window(chat, budget=budget, size=self._size)
+
+    async def _add_by_rewrite(self, conversation_id: str, batch: list[Message]) -> None:
+        # A repository with only Spring AI's four methods: read, extend, write back.
+        history = await self.repository.find_by_conversation_id(conversation_id)
+        current = next(
+            (m.text for m in reversed(history) if isinstance(m, SystemMessage)), None
+        )
+        fresh, _ = _drop_repeated_system(batch, current)
+        history = [*history, *fresh]
+        if self.evict:
+            system, window = self._select_from_history(history)
+            history = ([system] if system else []) + window
+        await self.repository.save_all(conversation_id, history)
+
+
+def _drop_repeated_system(batch: list[Message], current: str | None) -> tuple[list[Message], str | None]:
+    fresh: list[Message] = []
+    for message in batch:
+        if isinstance(message, SystemMessage):
+            if message.text == current:
+                continue
+            current = message.text
+        fresh.append(message)
+    return fresh, current
+
+
+class AsyncMessageWindowChatMemory(_AsyncWindowMemory):
+    """Keeps the newest whole turns that fit in ``max_messages``, system message included.
+
+    Adding appends to the repository (nothing is rewritten) and reading costs one bounded
+    query for the window plus one for the system message, however long the history is. The
+    full history stays in the repository unless ``evict=True``.
+
+    Unlike Spring AI, a newest turn too big for the window is not dropped: its user message
+    and the newest whole units of the turn that fit are kept (see :mod:`chatmem.window`).
+
+    Example:
+        ```python
+        memory = AsyncMessageWindowChatMemory(max_messages=20)
+        await memory.add("007", UserMessage("My name is James Bond"))
+        await memory.get("007")
+        ```
+
+    Args:
+        repository: Where the history lives; in-memory by default.
+        max_messages: Upper bound on the messages returned, system message included.
+        evict: Delete messages from the repository once they leave the window (Spring AI's
+            behaviour). By default they stay, as history.
+
+    Raises:
+        ConfigurationError: If ``max_messages`` is less than 1.
+    """
+
+    def __init__(
+        self,
+        repository: AsyncChatMemoryRepository | None = None,
+        *,
+        max_messages: int = 20,
+        evict: bool = False,
+    ) -> None:
+        if not isinstance(max_messages, int) or max_messages < 1:
+            raise ConfigurationError(f"max_messages must be at least 1, got {max_messages!r}")
+        super().__init__(repository, evict=evict)
+        self.max_messages = max_messages
+        """Upper bound on the messages returned, system message included."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(max_messages={self.max_messages}, evict={self.evict})"
+
+    def _budget(self) -> int:
+        return self.max_messages
+
+    def _size(self, message: Message) -> int:
+        return 1
+
+    async def _fetch_recent(
+        self, log: AsyncChatMemoryLog, conversation_id: str, budget: int
+    ) -> tuple[list[StoredMessage], bool]:
+        recent = await log.find_recent(conversation_id, budget)
+        return recent, len(recent) < budget
+
+
+class AsyncTokenWindowChatMemory(_AsyncWindowMemory):
+    """Keeps the newest whole turns that fit in ``max_tokens``, system message included.
+
+    The same rules as :class:`AsyncMessageWindowChatMemory` with a token budget. Each
+    message is counted once (cached by id); reads page backwards through the newest messages
+    until the budget is filled, never through the whole history.
+
+    Example:
+        ```python
+        memory = AsyncTokenWindowChatMemory(repository, max_tokens=4000)
+        await memory.add("007", UserMessage("My name is James Bond"))
+        await memory.get("007")
+        ```
+
+    Args:
+        repository: Where the history lives; in-memory by default.
+        max_tokens: Upper bound on the tokens of the messages returned.
+        token_estimator: Counts a message's tokens; tiktoken's ``cl100k_base`` by default.
+        page_size: Messages read per round trip while filling the budget.
+        evict: Delete messages from the repository once they leave the window.
+
+    Raises:
+        ConfigurationError: If ``max_tokens`` or ``page_size`` is less than 1, or the default
+            estimator's tiktoken is missing.
+    """
+
+    def __init__(
+        self,
+        repository: AsyncChatMemoryRepository | None = None,
+        *,
+        max_tokens: int,
+        token_estimator: TokenEstimator | None = None,
+        page_size: int = 50,
+        evict: bool = False,
+    ) -> None:
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigurationError(f"max_tokens must be at least 1, got {max_tokens!r}")
+        if not isinstance(page_size, int) or page_size < 1:
+            raise ConfigurationError(f"page_size must be at least 1, got {page_size!r}")
+        super().__init__(repository, evict=evict)
+        self.max_tokens = max_tokens
+        """Upper bound on the tokens of the messages returned."""
+        self.page_size = page_size
+        estimator = token_estimator if token_estimator is not None else TiktokenTokenEstimator()
+        self.token_estimator = (
+            estimator
+            if isinstance(estimator, CachedTokenEstimator)
+            else CachedTokenEstimator(estimator)
+        )
+        """The (caching) estimator in use."""
+        self._size_fn: Callable[[Message], int] = self.token_estimator.estimate
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(max_tokens={self.max_tokens}, evict={self.evict})"
+
+    def _budget(self) -> int:
+        return self.max_tokens
+
+    def _size(self, message: Message) -> int:
+        return self._size_fn(message)
+
+    async def _fetch_recent(
+        self, log: AsyncChatMemoryLog, conversation_id: str, budget: int
+    ) -> tuple[list[StoredMessage], bool]:
+        pages: list[list[StoredMessage]] = []
+        total = 0
+        before = None
+        while True:
+            page = await log.find_recent(conversation_id, self.page_size, before=before)
+            pages.append(page)
+            total += sum(self._size(s.message) for s in page)
+            if len(page) < self.page_size:
+                complete = True
+                break
+            if total > budget:
+                complete = False
+                break
+            before = page[0].position
+        return [s for page in reversed(pages) for s in page], complete

@@ -1,0 +1,177 @@
+"""The repository contract: Spring AI's four methods plus the log capabilities."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from chatmem._records import ConversationPage, Position, StoredMessage
+from chatmem.messages import Message, MessageType
+
+__all__ = ["AsyncChatMemoryLog", "AsyncChatMemoryRepository"]
+
+
+@runtime_checkable
+class AsyncChatMemoryRepository(Protocol):
+    """Stores conversations. The minimum a backend must implement.
+
+    The storage layer is policy-free: it stores what it is given. Windows, system-message
+    rules and tool pairing live in the chat memory. Implement these four methods and any
+    chat memory works on top (reading whole conversations); implement
+    :class:`AsyncChatMemoryLog` as well to make memory cost O(window).
+    """
+
+    async def find_conversation_ids(self) -> list[str]:
+        """Return the ids of all stored conversations, in no particular order."""
+        ...
+
+    async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
+        """Return a conversation's whole history in order, or ``[]`` if it is unknown.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        ...
+
+    async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Replace a conversation's messages, atomically where the store allows.
+
+        Args:
+            conversation_id: The conversation.
+            messages: The new content, in order. An empty sequence deletes the conversation.
+        """
+        ...
+
+    async def delete_by_conversation_id(self, conversation_id: str) -> None:
+        """Delete a conversation and everything stored with it. Unknown ids are not an error.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        ...
+
+
+@runtime_checkable
+class AsyncChatMemoryLog(AsyncChatMemoryRepository, Protocol):
+    """A repository that appends and answers bounded queries: what makes memory O(window).
+
+    Every built-in backend implements it. Chat memories use it whenever a repository does.
+    """
+
+    async def append(
+        self, conversation_id: str, messages: Sequence[Message]
+    ) -> list[StoredMessage]:
+        """Append messages atomically, each getting a new position.
+
+        Concurrent appenders to one conversation never lose or duplicate a message. A message
+        whose id is already stored in the conversation is skipped (idempotent retry).
+
+        Args:
+            conversation_id: The conversation; created on first append.
+            messages: The messages, in order.
+
+        Returns:
+            The newly stored messages with their positions; skipped duplicates are left out.
+        """
+        ...
+
+    async def find_recent(
+        self, conversation_id: str, limit: int, *, before: Position | None = None
+    ) -> list[StoredMessage]:
+        """Return the newest ``limit`` non-system messages, oldest first.
+
+        Args:
+            conversation_id: The conversation.
+            limit: How many messages at most.
+            before: Only messages positioned before this one (to page backwards).
+        """
+        ...
+
+    async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
+        """Return the latest stored system message, or ``None``.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        ...
+
+    async def find_latest(
+        self, conversation_id: str, message_type: MessageType
+    ) -> StoredMessage | None:
+        """Return the newest message of one type, or ``None``.
+
+        Args:
+            conversation_id: The conversation.
+            message_type: The type wanted.
+        """
+        ...
+
+    async def list_conversations(
+        self, *, owner: str | None = None, limit: int = 100, cursor: str | None = None
+    ) -> ConversationPage:
+        """Return a page of conversation ids, optionally only those of one owner.
+
+        The owner of a conversation is the one encoded in its id by
+        :func:`chatmem.conversation_ids.scoped_conversation_id`.
+
+        Args:
+            owner: Only conversations of this owner.
+            limit: Page size.
+            cursor: ``next_cursor`` of the previous page.
+        """
+        ...
+
+    async def find_history(
+        self,
+        conversation_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        types: Collection[MessageType] | None = None,
+        text: str | None = None,
+        after: Position | None = None,
+        limit: int = 100,
+    ) -> list[StoredMessage]:
+        """Return a page of history matching every given filter, oldest first.
+
+        Args:
+            conversation_id: The conversation.
+            since: Only messages created at or after this time.
+            until: Only messages created before this time.
+            types: Only messages of these types.
+            text: Only messages whose searchable text (see
+                :func:`chatmem.messages.searchable_text`) contains this, ignoring case.
+            after: Only messages positioned after this one (to page forwards).
+            limit: Page size.
+        """
+        ...
+
+    async def delete_before(self, conversation_id: str, position: Position) -> int:
+        """Delete non-system messages positioned before ``position``.
+
+        System messages are kept, so the current one survives retention and eviction.
+
+        Args:
+            conversation_id: The conversation.
+            position: Messages before this one go.
+
+        Returns:
+            How many messages were deleted.
+        """
+        ...
+
+    async def purge_expired(self) -> int:
+        """Delete conversations whose time to live has passed.
+
+        Expired conversations are already invisible to every read; this reclaims the space
+        where the store has no native expiry.
+
+        Returns:
+            How many conversations were deleted (0 where the store expires data itself).
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connections this repository owns (none if it was handed a client)."""
+        ...

@@ -1,0 +1,46 @@
+"""Locks and fan-out for both twins; ``scripts/unasync.py`` maps each async name to its sync twin."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+__all__ = [
+    "AsyncLock",
+    "Lock",
+    "api",
+    "async_api",
+    "async_run_all",
+    "async_sleep",
+    "run_all",
+    "sleep",
+]
+
+T = TypeVar("T")
+
+async_api = True
+"""Tells code shared by both twins which one it is running in (``api`` in the sync twin)."""
+api = False
+
+AsyncLock = asyncio.Lock
+Lock = threading.Lock
+async_sleep = asyncio.sleep
+sleep = time.sleep
+
+
+async def async_run_all(calls: list[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run coroutine factories concurrently as tasks and return their results in order."""
+    return list(await asyncio.gather(*(call() for call in calls)))
+
+
+def run_all(calls: list[Callable[[], T]]) -> list[T]:
+    """Run callables concurrently in threads and return their results in order."""
+    if not calls:
+        return []
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [future.result() for future in futures]

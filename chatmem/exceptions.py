@@ -1,0 +1,141 @@
+"""Exceptions raised by chatmem.
+
+Every error chatmem raises derives from :class:`ChatMemError`, so one ``except`` clause
+catches them all. The tree::
+
+    ChatMemError
+    ├── ConfigurationError (also ValueError)   bad option, URL, scheme or argument
+    │   └── InvalidConversationIdError         empty, too long or control characters
+    ├── RepositoryError                        the storage layer failed
+    │   ├── RepositoryConnectionError          the server cannot be reached or went away
+    │   ├── RepositoryTimeoutError             the server did not answer in time
+    │   └── MessageDecodeError                 a stored record cannot be decoded
+    ├── ChatModelError                         the chat model failed
+    │   ├── ChatModelHTTPError                 the provider answered with an error status
+    │   └── ChatModelResponseError             the provider's answer makes no sense
+    └── AdvisorError                           an advisor refused the request
+        └── MissingConversationIdError (also ValueError)
+
+Errors raised because a driver failed keep the driver's exception as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AdvisorError",
+    "ChatMemError",
+    "ChatModelError",
+    "ChatModelHTTPError",
+    "ChatModelResponseError",
+    "ConfigurationError",
+    "InvalidConversationIdError",
+    "MessageDecodeError",
+    "MissingConversationIdError",
+    "RepositoryConnectionError",
+    "RepositoryError",
+    "RepositoryTimeoutError",
+]
+
+
+class ChatMemError(Exception):
+    """Base class of every error chatmem raises."""
+
+
+class ConfigurationError(ChatMemError, ValueError):
+    """An option, URL, scheme or argument is invalid.
+
+    Raised before any I/O happens, with a message naming the offending value.
+    """
+
+
+class InvalidConversationIdError(ConfigurationError):
+    """A conversation id is empty, too long, not a string or contains control characters."""
+
+
+class RepositoryError(ChatMemError):
+    """The storage layer failed.
+
+    Attributes:
+        backend: Short name of the backend that failed, such as ``"postgresql"``.
+    """
+
+    def __init__(self, message: str, *, backend: str | None = None) -> None:
+        super().__init__(message)
+        self.backend = backend
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+class RepositoryConnectionError(RepositoryError):
+    """The server cannot be reached, refused the connection or went away mid-operation."""
+
+
+class RepositoryTimeoutError(RepositoryError):
+    """The server did not answer within the configured time."""
+
+
+class MessageDecodeError(RepositoryError):
+    """A stored record cannot be decoded into a message.
+
+    Only the broken record is affected; the rest of the conversation stays readable
+    through the repository's other records.
+
+    Attributes:
+        conversation_id: The conversation the record belongs to, if known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        conversation_id: str | None = None,
+        backend: str | None = None,
+    ) -> None:
+        super().__init__(message, backend=backend)
+        self.conversation_id = conversation_id
+
+
+class ChatModelError(ChatMemError):
+    """The chat model failed to produce a response."""
+
+
+class ChatModelHTTPError(ChatModelError):
+    """The model provider answered with an error status.
+
+    Attributes:
+        status_code: The HTTP status code.
+        body: The response body, parsed as JSON where possible.
+    """
+
+    def __init__(self, message: str, *, status_code: int, body: object = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+class ChatModelResponseError(ChatModelError):
+    """The model provider's answer is malformed or incomplete."""
+
+
+class AdvisorError(ChatMemError):
+    """An advisor refused or failed to process a request."""
+
+
+class MissingConversationIdError(AdvisorError, ValueError):
+    """A memory advisor was asked to run without a valid conversation id.
+
+    Raised before the chat model is called, so nothing is sent and nothing is stored.
+    """
+
+
+def _rebuild(cls: type[Exception], args: tuple[object, ...], state: dict[str, object]) -> Exception:
+    # Keyword-only constructor arguments break the default pickling of exceptions;
+    # rebuild without calling __init__ and restore the attributes.
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc

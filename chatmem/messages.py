@@ -1,0 +1,320 @@
+"""Chat messages and the one JSON codec every repository uses.
+
+Four message types follow Spring AI's names and values: :class:`SystemMessage`,
+:class:`UserMessage` (text plus optional media), :class:`AssistantMessage` (text plus tool
+calls) and :class:`ToolResponseMessage` (tool results matched to calls by id). Every message
+carries an ``id`` (a UUIDv7 string that makes appends idempotent), ``created_at`` (UTC) and
+JSON ``metadata``. Messages are immutable.
+
+Example:
+    >>> from chatmem.messages import UserMessage, encode_message, decode_message
+    >>> message = UserMessage("What is my name?")
+    >>> decode_message(encode_message(message)) == message
+    True
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PlainSerializer,
+    PlainValidator,
+    SerializationInfo,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from chatmem._uuid7 import uuid7
+from chatmem.exceptions import MessageDecodeError
+
+__all__ = [
+    "CODEC_VERSION",
+    "AssistantMessage",
+    "Media",
+    "Message",
+    "MessageType",
+    "SystemMessage",
+    "ToolCall",
+    "ToolResponse",
+    "ToolResponseMessage",
+    "UserMessage",
+    "decode_message",
+    "encode_message",
+    "message_text",
+    "searchable_text",
+]
+
+CODEC_VERSION = 1
+"""Version written into every encoded message; bumped when the stored shape changes."""
+
+
+class MessageType(str, Enum):
+    """The role of a message, with Spring AI's values."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+def _bytes_in(value: object) -> bytes:
+    # Raw bytes are taken as they are; text is base64, which is how JSON carries bytes.
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"media data is not valid base64: {exc}") from exc
+    raise ValueError("media data must be bytes or base64 text")
+
+
+def _bytes_out(value: bytes, info: SerializationInfo) -> bytes | str:
+    return base64.b64encode(value).decode("ascii") if info.mode_is_json() else value
+
+
+_InlineBytes = Annotated[bytes, PlainValidator(_bytes_in), PlainSerializer(_bytes_out)]
+
+
+class Media(_Frozen):
+    """A media part of a message: an image, audio or a file, by URL or inline bytes.
+
+    Exactly one of ``url`` and ``data`` is set. Inline bytes are base64 in JSON.
+    """
+
+    mime_type: str
+    """The MIME type, such as ``image/png``."""
+    url: str | None = None
+    """Where the media lives, if it is not inline."""
+    data: _InlineBytes | None = None
+    """The raw bytes, if the media is inline."""
+    name: str | None = None
+    """An optional file name or label."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Media:
+        if (self.url is None) == (self.data is None):
+            raise ValueError("media needs exactly one of url and data")
+        return self
+
+
+class ToolCall(_Frozen):
+    """A call to a tool requested by the assistant."""
+
+    id: str
+    """The provider's call id; the matching :class:`ToolResponse` carries the same id."""
+    name: str
+    """The tool's name."""
+    arguments: str
+    """The arguments, as the JSON text the model produced (kept exactly as given)."""
+
+
+class ToolResponse(_Frozen):
+    """The result of one tool call."""
+
+    id: str
+    """The id of the :class:`ToolCall` this answers."""
+    name: str
+    """The tool's name."""
+    response_data: str
+    """The result, as text (usually JSON)."""
+
+
+class _BaseMessage(_Frozen):
+    id: str = Field(default_factory=uuid7)
+    """Unique id (UUIDv7 by default). Re-appending an id already stored is a no-op."""
+    created_at: datetime = Field(default_factory=_utc_now)
+    """When the message was created, in UTC. Never used for ordering."""
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    """Free-form JSON metadata, stored losslessly."""
+
+    @field_validator("created_at")
+    @classmethod
+    def _as_utc(cls, value: datetime) -> datetime:
+        # Naive datetimes are taken as UTC; aware ones are converted, so equality holds
+        # after a round trip through any store.
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+    @field_validator("id")
+    @classmethod
+    def _non_empty_id(cls, value: str) -> str:
+        if not value:
+            raise ValueError("message id must not be empty")
+        return value
+
+
+class SystemMessage(_BaseMessage):
+    """Instructions for the model. Memory keeps only the current one and sends it first."""
+
+    type: Literal[MessageType.SYSTEM] = MessageType.SYSTEM
+    text: str
+    """The instructions."""
+
+    def __init__(self, text: str | None = None, /, **data: Any) -> None:
+        if text is not None:
+            data["text"] = text
+        super().__init__(**data)
+
+
+class UserMessage(_BaseMessage):
+    """What the user said, with optional media."""
+
+    type: Literal[MessageType.USER] = MessageType.USER
+    text: str
+    """The user's text."""
+    media: list[Media] = Field(default_factory=list)
+    """Attached images, audio or files."""
+
+    def __init__(self, text: str | None = None, /, **data: Any) -> None:
+        if text is not None:
+            data["text"] = text
+        super().__init__(**data)
+
+
+class AssistantMessage(_BaseMessage):
+    """The model's answer: text, tool calls, or both."""
+
+    type: Literal[MessageType.ASSISTANT] = MessageType.ASSISTANT
+    text: str = ""
+    """The answer text; empty when the model only calls tools."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tools the model asked to run, answered by :class:`ToolResponseMessage`."""
+    media: list[Media] = Field(default_factory=list)
+    """Media produced by the model."""
+
+    def __init__(self, text: str | None = None, /, **data: Any) -> None:
+        if text is not None:
+            data["text"] = text
+        super().__init__(**data)
+
+
+class ToolResponseMessage(_BaseMessage):
+    """Results of tool calls, matched to the assistant's calls by id."""
+
+    type: Literal[MessageType.TOOL] = MessageType.TOOL
+    responses: list[ToolResponse]
+    """One result per answered call."""
+
+    @field_validator("responses")
+    @classmethod
+    def _not_empty(cls, value: list[ToolResponse]) -> list[ToolResponse]:
+        if not value:
+            raise ValueError("a tool response message needs at least one response")
+        return value
+
+
+Message: TypeAlias = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolResponseMessage,
+    Field(discriminator="type"),
+]
+"""Any chat message; ``type`` tells which."""
+
+_MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+def encode_message(message: Message) -> str:
+    """Encode a message as versioned JSON text.
+
+    The output is compact JSON with a ``"v"`` field holding :data:`CODEC_VERSION`, so stored
+    data can be migrated when the shape changes.
+
+    Args:
+        message: The message to encode.
+
+    Returns:
+        The JSON text.
+    """
+    payload = message.model_dump(mode="json")
+    payload["v"] = CODEC_VERSION
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> Message:
+    """Decode a message produced by :func:`encode_message`.
+
+    Args:
+        data: The stored JSON text.
+        conversation_id: The conversation the record belongs to, named in errors.
+
+    Returns:
+        The message, equal to the one encoded.
+
+    Raises:
+        MessageDecodeError: If the record is not valid JSON, has an unknown codec version or
+            does not describe a message. The message names the conversation.
+    """
+    where = f" in conversation {conversation_id!r}" if conversation_id is not None else ""
+    try:
+        payload = json.loads(data)
+    except (ValueError, TypeError) as exc:
+        raise MessageDecodeError(
+            f"stored message{where} is not valid JSON: {exc}", conversation_id=conversation_id
+        ) from exc
+    if not isinstance(payload, dict):
+        raise MessageDecodeError(
+            f"stored message{where} is not a JSON object", conversation_id=conversation_id
+        )
+    version = payload.pop("v", None)
+    if version != CODEC_VERSION:
+        raise MessageDecodeError(
+            f"stored message{where} has codec version {version!r}; "
+            f"this chatmem reads version {CODEC_VERSION}",
+            conversation_id=conversation_id,
+        )
+    try:
+        return _MESSAGE_ADAPTER.validate_python(payload)
+    except ValidationError as exc:
+        raise MessageDecodeError(
+            f"stored message{where} is not a valid message: "
+            f"{exc.error_count()} error(s), first: {exc.errors()[0]['msg']}",
+            conversation_id=conversation_id,
+        ) from exc
+
+
+def message_text(message: Message) -> str:
+    """Return the plain text of a message (empty for tool responses).
+
+    Args:
+        message: Any message.
+    """
+    if isinstance(message, ToolResponseMessage):
+        return ""
+    return message.text
+
+
+def searchable_text(message: Message) -> str:
+    """Return the text that history queries search: text, tool calls and tool results.
+
+    Every backend stores and searches this same text, so a search behaves alike everywhere.
+
+    Args:
+        message: Any message.
+    """
+    if isinstance(message, ToolResponseMessage):
+        return "\n".join(r.response_data for r in message.responses)
+    if isinstance(message, AssistantMessage) and message.tool_calls:
+        calls = "\n".join(f"{c.name} {c.arguments}" for c in message.tool_calls)
+        return f"{message.text}\n{calls}" if message.text else calls
+    return message.text

@@ -1,0 +1,1 @@
+"""Async test helpers; ``chatmem.testing._sync`` is generated from these."""

@@ -1,0 +1,3 @@
+"""Advisors that give a ChatClient memory."""
+
+__all__: list[str] = []

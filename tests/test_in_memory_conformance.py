@@ -1,0 +1,22 @@
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
+from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+
+
+class TestInMemoryAsync(AsyncRepositoryConformance):
+    @pytest.fixture
+    def repository_factory(self) -> Callable[..., Awaitable[AsyncInMemoryChatMemoryRepository]]:
+        async def factory(**options: Any) -> AsyncInMemoryChatMemoryRepository:
+            return AsyncInMemoryChatMemoryRepository(**options)
+
+        return factory
+
+
+class TestInMemorySync(RepositoryConformance):
+    @pytest.fixture
+    def repository_factory(self) -> Callable[..., InMemoryChatMemoryRepository]:
+        return InMemoryChatMemoryRepository
