@@ -1,4 +1,4 @@
-"""Locks and fan-out for both twins; ``scripts/unasync.py`` maps each async name to its sync twin."""
+"""Locks and fan-out for both twins; ``scripts/unasync.py`` maps async names to sync ones."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import base64
 import binascii
 import json
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import (
@@ -60,7 +60,7 @@ CODEC_VERSION = 1
 """Version written into every encoded message; bumped when the stored shape changes."""
 
 
-class MessageType(str, Enum):
+class MessageType(StrEnum):
     """The role of a message, with Spring AI's values."""
 
     USER = "user"

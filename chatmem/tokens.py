@@ -62,7 +62,9 @@ class _ContentTokenEstimator:
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:
                 total += (
-                    TOOL_CALL_OVERHEAD + self.count_text(call.name) + self.count_text(call.arguments)
+                    TOOL_CALL_OVERHEAD
+                    + self.count_text(call.name)
+                    + self.count_text(call.arguments)
                 )
         total += self._media_tokens * len(getattr(message, "media", ()))
         return total

@@ -82,7 +82,9 @@ def split_units(messages: Sequence[Message], indices: Sequence[int]) -> list[lis
     return units
 
 
-def _suffix_within(groups: list[list[int]], size_of: Callable[[list[int]], int], budget: int) -> int:
+def _suffix_within(
+    groups: list[list[int]], size_of: Callable[[list[int]], int], budget: int
+) -> int:
     """Return how many groups, counted from the end, fit the budget together."""
     total = 0
     count = 0
@@ -156,9 +158,7 @@ def _oversized_turn(
     return ([head] if head >= 0 else []) + kept
 
 
-def repair_tool_sequence(
-    messages: Sequence[M], *, allow_pending_tool_call: bool = True
-) -> list[M]:
+def repair_tool_sequence(messages: Sequence[M], *, allow_pending_tool_call: bool = True) -> list[M]:
     """Make a message sequence valid for providers that check tool-call pairing.
 
     Keeps a tool response only if it answers a call of the assistant message right before
@@ -197,13 +197,13 @@ def repair_tool_sequence(
                     answered.add(response.id)
                     kept.append(response)
             if len(kept) == len(tool_message.responses):
-                run.append(tool_message)  # type: ignore[arg-type]
+                run.append(tool_message)
             elif kept:
-                run.append(tool_message.model_copy(update={"responses": kept}))  # type: ignore[arg-type]
+                run.append(tool_message.model_copy(update={"responses": kept}))
         pending_ok = allow_pending_tool_call and index == len(messages) and not run
         if answered != call_ids and not pending_ok:
             calls = [call for call in message.tool_calls if call.id in answered]
-            message = message.model_copy(update={"tool_calls": calls})  # type: ignore[assignment]
+            message = message.model_copy(update={"tool_calls": calls})
             assert isinstance(message, AssistantMessage)
             if not (message.text or message.tool_calls or message.media):
                 continue  # nothing answered, so the run is empty too

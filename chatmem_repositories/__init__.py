@@ -1,7 +1,32 @@
-"""Storage backends for chatmem, one self-contained subpackage per store.
+"""Storage backends for chatmem, chosen by URL.
 
-Each backend imports its driver only inside its own subpackage, so installing one extra
-(``pip install "chatmem[redis]"``) is enough to use it.
+Each backend is a self-contained subpackage that imports its driver only inside itself, so
+installing one extra (``pip install "chatmem[redis]"``) is enough to use it.
+
+Example:
+    ```python
+    from chatmem_repositories import create_repository
+
+    repository = create_repository("sqlite:///chat.db")
+    ```
 """
 
-__all__: list[str] = []
+from chatmem_repositories._options import redact_url
+from chatmem_repositories._registry import (
+    ENTRY_POINT_GROUP,
+    RepositoryBackend,
+    create_async_repository,
+    create_repository,
+    register_repository,
+    unregister_repository,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "RepositoryBackend",
+    "create_async_repository",
+    "create_repository",
+    "redact_url",
+    "register_repository",
+    "unregister_repository",
+]

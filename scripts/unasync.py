@@ -37,6 +37,7 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\bAbstractAsyncContextManager\b", "AbstractContextManager"),
     (r"\baclose\b", "close"),
     (r"\banext\b", "next"),
+    (r"\bAwaitable\[(\w+)\]", r"\1"),  # Awaitable[T] -> T (simple names only)
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bAsyncIterable\b", "Iterable"),
     (r"\bAsyncGenerator\b", "Generator"),
@@ -85,7 +86,17 @@ def tidy(text: str, target: Path) -> str:
     # them so the generated file passes the same lint and format checks as the source.
     name = str(target)
     for command in (
-        ["ruff", "check", "--fix-only", "--select", "I,F401", "--quiet", "--stdin-filename", name, "-"],
+        [
+            "ruff",
+            "check",
+            "--fix-only",
+            "--select",
+            "I,F401",
+            "--quiet",
+            "--stdin-filename",
+            name,
+            "-",
+        ],
         ["ruff", "format", "--quiet", "--stdin-filename", name, "-"],
     ):
         text = subprocess.run(
@@ -120,7 +131,9 @@ def main() -> int:
         if current == content:
             continue
         if args.check:
-            problems.append(f"{target.relative_to(ROOT)} is out of date with {source.relative_to(ROOT)}")
+            problems.append(
+                f"{target.relative_to(ROOT)} is out of date with {source.relative_to(ROOT)}"
+            )
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content, encoding="utf-8")

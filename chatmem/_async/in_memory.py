@@ -156,7 +156,7 @@ class AsyncInMemoryChatMemoryRepository:
             chat = conversation.chat
             end = len(chat)
             if before is not None:
-                end = bisect.bisect_left(chat, before, key=_position_key)  # type: ignore[arg-type]
+                end = bisect.bisect_left(chat, before, key=_position_key)
             return chat[max(0, end - limit) : end]
 
     async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
@@ -216,7 +216,7 @@ class AsyncInMemoryChatMemoryRepository:
             log = conversation.log
             start = 0
             if after is not None:
-                start = bisect.bisect_right(log, after, key=_position_key)  # type: ignore[arg-type]
+                start = bisect.bisect_right(log, after, key=_position_key)
             found: list[StoredMessage] = []
             for stored in log[start:]:
                 if len(found) >= limit:

@@ -183,9 +183,7 @@ class _AsyncWindowMemory:
     async def _add_by_rewrite(self, conversation_id: str, batch: list[Message]) -> None:
         # A repository with only Spring AI's four methods: read, extend, write back.
         history = await self.repository.find_by_conversation_id(conversation_id)
-        current = next(
-            (m.text for m in reversed(history) if isinstance(m, SystemMessage)), None
-        )
+        current = next((m.text for m in reversed(history) if isinstance(m, SystemMessage)), None)
         fresh, _ = _drop_repeated_system(batch, current)
         history = [*history, *fresh]
         if self.evict:
@@ -194,7 +192,9 @@ class _AsyncWindowMemory:
         await self.repository.save_all(conversation_id, history)
 
 
-def _drop_repeated_system(batch: list[Message], current: str | None) -> tuple[list[Message], str | None]:
+def _drop_repeated_system(
+    batch: list[Message], current: str | None
+) -> tuple[list[Message], str | None]:
     fresh: list[Message] = []
     for message in batch:
         if isinstance(message, SystemMessage):

@@ -19,7 +19,7 @@ __all__ = ["HOSTILE_CONVERSATION_IDS", "every_kind_of_message", "tool_turn"]
 
 HOSTILE_CONVERSATION_IDS: tuple[str, ...] = (
     "'; DROP TABLE chat_memory_messages; --",
-    "\" OR 1=1 --",
+    '" OR 1=1 --',
     "x' OR 'a'='a",
     "conv'); DELETE FROM messages WHERE ('1'='1",
     "MATCH (n) DETACH DELETE n",
@@ -39,7 +39,7 @@ HOSTILE_CONVERSATION_IDS: tuple[str, ...] = (
     "{hash}",
     "{user}:conv",
     "../../etc/passwd",
-    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 🎉 中文 العربية",
+    "ünïcödé 🎉 中文 العربية",
     " leading and trailing ",
     "x" * 512,
     "x" * 10_000,
@@ -80,8 +80,10 @@ def every_kind_of_message(base_time: datetime | None = None) -> list[Message]:
                 ToolResponse(id="call_2", name="weather", response_data="sunny\n\tand warm"),
             ],
         ),
-        AssistantMessage("It's sunny. ☀️ Ünïcödé, 'quotes', \"double\", back\\slash.",
-                         created_at=t + timedelta(seconds=4)),
+        AssistantMessage(
+            "It's sunny. ☀️ Ünïcödé, 'quotes', \"double\", back\\slash.",
+            created_at=t + timedelta(seconds=4),
+        ),
         UserMessage("", created_at=t + timedelta(seconds=5)),
     ]
 

@@ -170,7 +170,7 @@ class AsyncRepositoryConformance:
         positions = [s.position for s in first + second]
         assert len(set(positions)) == len(positions)
         if all(isinstance(p, int) for p in positions):
-            assert positions == sorted(positions)  # type: ignore[type-var]
+            assert positions == sorted(positions)
         assert await repository.find_by_conversation_id(cid) == batch
         assert [s.message for s in await repository.find_recent(cid, 10)] == batch
 
@@ -298,7 +298,9 @@ class AsyncRepositoryConformance:
             "MiXeD CaSe",
         ]
         messages: list[Message] = [
-            (UserMessage if i % 2 == 0 else AssistantMessage)(text, created_at=t0 + timedelta(minutes=i))
+            (UserMessage if i % 2 == 0 else AssistantMessage)(
+                text, created_at=t0 + timedelta(minutes=i)
+            )
             for i, text in enumerate(texts)
         ]
         messages += tool_turn("tool question", "tool answer", "call_x")
@@ -318,9 +320,7 @@ class AsyncRepositoryConformance:
         assert [type(s.message) for s in tool_hits] == [ToolResponseMessage]
         users = await texts_for(types=[MessageType.USER])
         assert users == ["plain words", "snake_case name", "it's quoted", "tool question"]
-        window = await texts_for(
-            since=t0 + timedelta(minutes=1), until=t0 + timedelta(minutes=3)
-        )
+        window = await texts_for(since=t0 + timedelta(minutes=1), until=t0 + timedelta(minutes=3))
         assert window == ["100% sure", "snake_case name"]
         first = await repository.find_history(cid, limit=4)
         assert _texts([s.message for s in first]) == texts[:4]
@@ -333,7 +333,9 @@ class AsyncRepositoryConformance:
     async def test_delete_before_keeps_system_messages(
         self, repository: AsyncChatMemoryLog, cid: str
     ) -> None:
-        await repository.append(cid, [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")])
+        await repository.append(
+            cid, [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
+        )
         stored = await repository.append(cid, [UserMessage("u2"), AssistantMessage("a2")])
         assert await repository.delete_before(cid, stored[0].position) == 2
         assert _texts(await repository.find_by_conversation_id(cid)) == ["s", "u2", "a2"]

@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -44,7 +44,7 @@ from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_mes
 
 __all__ = ["RepositoryConformance"]
 
-Factory = Callable[..., Awaitable[ChatMemoryLog]]
+Factory = Callable[..., ChatMemoryLog]
 
 
 def _ids(stored: list[StoredMessage]) -> list[str]:
@@ -157,7 +157,7 @@ class RepositoryConformance:
         positions = [s.position for s in first + second]
         assert len(set(positions)) == len(positions)
         if all(isinstance(p, int) for p in positions):
-            assert positions == sorted(positions)  # type: ignore[type-var]
+            assert positions == sorted(positions)
         assert repository.find_by_conversation_id(cid) == batch
         assert [s.message for s in repository.find_recent(cid, 10)] == batch
 
@@ -177,7 +177,7 @@ class RepositoryConformance:
     def test_concurrent_writers_lose_nothing(self, repository: ChatMemoryLog, cid: str) -> None:
         writers, per_writer = self.concurrent_writers, self.appends_per_writer
 
-        def writer(w: int) -> Callable[[], Awaitable[None]]:
+        def writer(w: int) -> Callable[[], None]:
             def run() -> None:
                 for i in range(per_writer):
                     repository.append(cid, [UserMessage(f"{w}:{i}")])

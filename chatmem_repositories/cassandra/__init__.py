@@ -1,0 +1,1 @@
+"""The cassandra repository (being built)."""

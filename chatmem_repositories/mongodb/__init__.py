@@ -1,0 +1,1 @@
+"""The mongodb repository (being built)."""

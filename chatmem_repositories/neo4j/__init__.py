@@ -1,0 +1,1 @@
+"""The neo4j repository (being built)."""

@@ -1,0 +1,1 @@
+"""The redis repository (being built)."""

@@ -1,0 +1,1 @@
+"""The sql repository (being built)."""

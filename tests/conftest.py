@@ -1,0 +1,40 @@
+"""Shared fixtures: where the test servers are, and what to do when one is missing.
+
+``scripts/test`` starts every server and exports ``CHATMEM_TEST_<NAME>_URL``; the defaults
+below match the ports the server scripts use. Locally, a server that is not reachable skips
+its tests with the reason; in CI (``CI=true``) it fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+
+DEFAULT_URLS = {
+    "postgresql": "postgresql+psycopg://test:test@127.0.0.1:54329/testdb",
+    "mariadb": "mysql+pymysql://test:test@127.0.0.1:33061/testdb?charset=utf8mb4",
+    "redis": "redis://127.0.0.1:63799/0",
+    "mongodb": "mongodb://127.0.0.1:27027/chatmem_test",
+    "cassandra": "cassandra://127.0.0.1:9042/chatmem_test",
+    "neo4j": "bolt://127.0.0.1:7687",
+}
+
+
+def server_url(name: str) -> str:
+    """Return the test server URL for ``name``, or skip (fail in CI) if it is unreachable."""
+    url = os.environ.get(f"CHATMEM_TEST_{name.upper()}_URL", DEFAULT_URLS[name])
+    parts = urlsplit(url)
+    host = (parts.hostname or "127.0.0.1").split(",")[0]
+    port = parts.port or {"cassandra": 9042, "neo4j": 7687}.get(name, 0)
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            pass
+    except OSError as exc:
+        message = f"{name} test server not reachable at {host}:{port} ({exc})"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message + "; in CI every server must be up")
+        pytest.skip(message + "; start it with scripts/servers/" + name + "/start.sh")
+    return url
