@@ -128,7 +128,7 @@ jamm=$(compgen -G "$lib/jamm-*.jar" | head -n 1) || fail "no jamm jar in $lib"
 rm -rf "$run"
 mkdir -p "$run"/{conf,data,commitlog,saved_caches,hints,cdc_raw,logs,tmp,triggers}
 
-# Only keys that differ from the built-in defaults, plus the paths; an unknown
+# Only what must be set or differs from the built-in defaults; an unknown
 # key aborts startup, so keep this list short. Nothing here turns off SAI or the
 # vector type (both on by default in 5.0); materialized views stay off.
 cat >"$run/conf/cassandra.yaml" <<EOF

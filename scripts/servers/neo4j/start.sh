@@ -136,6 +136,8 @@ if [[ ! -f $classes/Neo4jLauncher.class ]]; then
     fail "javac failed"
   rm -rf "$classes"
   mv "$classes.partial" "$classes"
+  # Drop launchers compiled from older versions of the source.
+  find "$home" -maxdepth 1 -name 'launcher-*' ! -path "$classes" -exec rm -rf {} +
 fi
 
 # 3) Fresh data on every real start: tests must not see old state.
