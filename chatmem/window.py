@@ -111,9 +111,9 @@ def select_window(
             (or all of it).
         budget: What the window may hold, in the unit of ``size``, after the system message.
         size: The cost of one message: 1 for a message window, tokens for a token window.
-        history_complete: Whether ``messages`` starts at the beginning of the history. If not,
-            a leading run before the first user message is the tail of an older turn whose
-            start is unknown, and is never selected.
+        history_complete: Whether ``messages`` starts at the beginning of the history. A
+            leading run before the first user message is never selected when a user message
+            follows; it is treated as a turn only in a complete history with no user message.
         allow_pending_tool_call: Keep an unanswered tool call when it is the last message.
 
     Returns:
@@ -122,7 +122,11 @@ def select_window(
     if not messages:
         return []
     turns = split_turns(messages)
-    if not history_complete and not isinstance(messages[turns[0][0]], UserMessage):
+    headless = not isinstance(messages[turns[0][0]], UserMessage)
+    if headless and (len(turns) > 1 or not history_complete):
+        # Messages before the first user message are either the tail of an older turn whose
+        # start was not read, or a history that began without a user message. Either way the
+        # window must start at a user message when one exists, so they are never selected.
         turns = turns[1:]
     if not turns:
         return []
