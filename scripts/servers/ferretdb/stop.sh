@@ -24,8 +24,9 @@ alive() {
 }
 
 [[ -f $PIDFILE ]] || { echo "ferretdb: not running"; exit 0; }
-# SIGTERM cancels the launcher's context: FerretDB closes its listener and the
-# SQLite databases, so the files stay valid for start.sh --keep-data.
+# SIGTERM: the launcher closes its listener at once and exits within 0.5 s
+# (main.go, -shutdown-grace) even if clients keep connections open. Committed
+# writes are in SQLite's WAL, so the files stay valid for start.sh --keep-data.
 pid=$(cat "$PIDFILE")
 comm=ferretdb-launch   # ps truncates command names to 15 characters
 if alive "$pid" "$comm"; then kill -TERM "$pid" 2>/dev/null || true; fi

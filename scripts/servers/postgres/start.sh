@@ -56,6 +56,15 @@ port_open 127.0.0.1 "$PORT" && fail "127.0.0.1:$PORT is taken by another process
 chown postgres:postgres "$RUN"
 if [[ $KEEP == 1 && $(cat "$DATA/PG_VERSION" 2>/dev/null) == 15 ]]; then
   mode="kept data"
+  # After a kill -9 the old postmaster lingers as a zombie until this machine's
+  # PID 1 reaps it (a second or two), and PostgreSQL refuses to start while the
+  # PID in postmaster.pid still exists. Wait for it to go.
+  old=$(head -n 1 "$DATA/postmaster.pid" 2>/dev/null || true)
+  for ((i = 0; i < 100; i++)); do
+    [[ -n $old ]] || break
+    kill -0 "$old" 2>/dev/null || break
+    sleep 0.1
+  done
 else
   mode="fresh data"
   rm -rf "$DATA" "$LOG"
@@ -71,10 +80,10 @@ fi
 # not /var/run/postgresql, so nothing clashes with a system cluster.
 opts="-p $PORT -k $RUN -c listen_addresses=127.0.0.1 -c max_connections=300"
 opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-opts+=" -c shared_buffers=128MB -c log_min_messages=warning"
+opts+=" -c shared_buffers=128MB"
 # -w waits until the server accepts connections; the real query check follows.
-as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 -o "$opts" start 9>&- >/dev/null \
-  || fail "pg_ctl start failed"
+as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 -o "$opts" start 9>&- >"$RUN/pg_ctl.log" 2>&1 \
+  || { cat "$RUN/pg_ctl.log" >&2; fail "pg_ctl start failed"; }
 head -n 1 "$DATA/postmaster.pid" >"$PIDFILE"
 
 # Idempotent setup over the private socket (a kept cluster already has it all).
