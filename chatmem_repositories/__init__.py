@@ -23,6 +23,7 @@ from chatmem_repositories._registry import (
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "ChatMemorySettings",
     "RepositoryBackend",
     "create_async_repository",
     "create_repository",
@@ -30,3 +31,12 @@ __all__ = [
     "register_repository",
     "unregister_repository",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The settings need pydantic-settings (an extra): import them only when asked for.
+    if name == "ChatMemorySettings":
+        from chatmem_repositories.settings import ChatMemorySettings
+
+        return ChatMemorySettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

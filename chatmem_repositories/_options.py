@@ -45,6 +45,9 @@ def did_you_mean(name: str, known: list[str] | tuple[str, ...] | set[str]) -> st
 
 def redact_url(url: str) -> str:
     """Return ``url`` with any password replaced by ``***``, for reprs, logs and errors."""
+    if "://" not in url:
+        # Not a URL (a typo such as "user:pw@host/db"): hide whatever precedes an "@".
+        return f"***@{url.rsplit('@', 1)[1]}" if "@" in url else url
     try:
         parts = urlsplit(url)
     except ValueError:
