@@ -1,0 +1,231 @@
+"""The advisor API: call and stream advisors, the chain that runs them, and a base class."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol, runtime_checkable
+
+from chatmem._twins import async_closing
+from chatmem.advisor import ChatClientRequest, ChatClientResponse, aggregate_client_responses
+
+__all__ = [
+    "AsyncAdvisorChain",
+    "AsyncBaseAdvisor",
+    "AsyncCallAdvisor",
+    "AsyncChainTerminal",
+    "AsyncStreamAdvisor",
+]
+
+
+@runtime_checkable
+class AsyncCallAdvisor(Protocol):
+    """Wraps a blocking (non-streaming) call: sees the request, calls on, sees the response."""
+
+    @property
+    def name(self) -> str:
+        """A name for logs and errors."""
+        ...
+
+    @property
+    def order(self) -> int:
+        """Position in the chain: lower runs first on the way in, last on the way out."""
+        ...
+
+    async def advise_call(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> ChatClientResponse:
+        """Handle a request, usually by calling ``chain.next_call(request)``.
+
+        Args:
+            request: The request so far.
+            chain: The rest of the chain.
+        """
+        ...
+
+
+@runtime_checkable
+class AsyncStreamAdvisor(Protocol):
+    """Wraps a streaming call: sees the request and every chunk on its way out."""
+
+    @property
+    def name(self) -> str:
+        """A name for logs and errors."""
+        ...
+
+    @property
+    def order(self) -> int:
+        """Position in the chain: lower runs first on the way in, last on the way out."""
+        ...
+
+    def advise_stream(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> AsyncIterator[ChatClientResponse]:
+        """Handle a request, usually by iterating ``chain.next_stream(request)``.
+
+        Args:
+            request: The request so far.
+            chain: The rest of the chain.
+        """
+        ...
+
+
+class AsyncChainTerminal(Protocol):
+    """The end of a chain: what runs the model (and the tool loop) for a request."""
+
+    async def call(self, request: ChatClientRequest) -> ChatClientResponse:
+        """Run the request to a complete response.
+
+        Args:
+            request: The request.
+        """
+        ...
+
+    def stream(self, request: ChatClientRequest) -> AsyncIterator[ChatClientResponse]:
+        """Run the request as a stream of chunks.
+
+        Args:
+            request: The request.
+        """
+        ...
+
+
+class AsyncAdvisorChain:
+    """The advisors still to run for one request, then the model.
+
+    Each step hands the next advisor a chain that starts after it, so a chain object can be
+    reused and shared by concurrent requests.
+    """
+
+    __slots__ = ("_call", "_index", "_stream", "_terminal")
+
+    def __init__(
+        self,
+        call_advisors: Sequence[AsyncCallAdvisor],
+        stream_advisors: Sequence[AsyncStreamAdvisor],
+        terminal: AsyncChainTerminal,
+        _index: int = 0,
+    ) -> None:
+        self._call = call_advisors
+        self._stream = stream_advisors
+        self._terminal = terminal
+        self._index = _index
+
+    def _rest(self) -> AsyncAdvisorChain:
+        return AsyncAdvisorChain(self._call, self._stream, self._terminal, self._index + 1)
+
+    @property
+    def call_advisors(self) -> Sequence[AsyncCallAdvisor]:
+        """The call advisors still to run."""
+        return self._call[self._index :]
+
+    @property
+    def stream_advisors(self) -> Sequence[AsyncStreamAdvisor]:
+        """The stream advisors still to run."""
+        return self._stream[self._index :]
+
+    async def next_call(self, request: ChatClientRequest) -> ChatClientResponse:
+        """Run the next call advisor, or the model when none is left.
+
+        Args:
+            request: The request to pass on.
+        """
+        if self._index < len(self._call):
+            return await self._call[self._index].advise_call(request, self._rest())
+        return await self._terminal.call(request)
+
+    def next_stream(self, request: ChatClientRequest) -> AsyncIterator[ChatClientResponse]:
+        """Run the next stream advisor, or the model when none is left.
+
+        Args:
+            request: The request to pass on.
+        """
+        if self._index < len(self._stream):
+            return self._stream[self._index].advise_stream(request, self._rest())
+        return self._terminal.stream(request)
+
+
+class AsyncBaseAdvisor:
+    """An advisor written once for both chains: override :meth:`before` and/or :meth:`after`.
+
+    In a streamed call, ``before`` runs before the first chunk and ``after`` runs once, with
+    the aggregated response, after the last chunk was passed on; it does not run if the
+    stream fails or the consumer stops early. Its return value is ignored there (the chunks
+    are already out).
+
+    Example:
+        ```python
+        class Shout(AsyncBaseAdvisor):
+            async def before(self, request, chain):
+                return request.with_context(shout=True)
+        ```
+
+    Args:
+        order: Position in the chain; lower runs first on the way in.
+        name: A name for logs; the class name by default.
+    """
+
+    def __init__(self, *, order: int = 0, name: str | None = None) -> None:
+        self._order = order
+        self._name = name or type(self).__name__
+
+    @property
+    def name(self) -> str:
+        """A name for logs and errors."""
+        return self._name
+
+    @property
+    def order(self) -> int:
+        """Position in the chain: lower runs first on the way in, last on the way out."""
+        return self._order
+
+    async def before(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> ChatClientRequest:
+        """Look at or change the request before it goes on. The default passes it on.
+
+        Args:
+            request: The request.
+            chain: The rest of the chain.
+        """
+        return request
+
+    async def after(
+        self, response: ChatClientResponse, chain: AsyncAdvisorChain
+    ) -> ChatClientResponse:
+        """Look at or change the response on its way back. The default passes it on.
+
+        Args:
+            response: The response (aggregated, for a stream).
+            chain: The rest of the chain.
+        """
+        return response
+
+    async def advise_call(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> ChatClientResponse:
+        """Run :meth:`before`, the rest of the chain, then :meth:`after`.
+
+        Args:
+            request: The request.
+            chain: The rest of the chain.
+        """
+        request = await self.before(request, chain)
+        response = await chain.next_call(request)
+        return await self.after(response, chain)
+
+    async def advise_stream(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> AsyncIterator[ChatClientResponse]:
+        """Run :meth:`before`, pass every chunk on, then :meth:`after` once at the end.
+
+        Args:
+            request: The request.
+            chain: The rest of the chain.
+        """
+        request = await self.before(request, chain)
+        chunks: list[ChatClientResponse] = []
+        async with async_closing(chain.next_stream(request)) as stream:
+            async for chunk in stream:
+                chunks.append(chunk)
+                yield chunk
+        await self.after(aggregate_client_responses(chunks, request.context), chain)

@@ -1,0 +1,45 @@
+"""Running the model's tool calls: one tool response message per round."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from chatmem._twins import async_run_tool
+from chatmem.exceptions import ConfigurationError
+from chatmem.messages import ToolCall, ToolResponse, ToolResponseMessage
+from chatmem.tools import Tool, ToolErrorHandler
+
+__all__ = ["execute_tool_calls"]
+
+
+async def execute_tool_calls(
+    calls: Sequence[ToolCall], tools: Mapping[str, Tool], on_error: ToolErrorHandler
+) -> ToolResponseMessage:
+    """Run tool calls in order and answer each of them.
+
+    A call that fails (unknown tool, invalid arguments, the tool raised) is answered with
+    what ``on_error`` returns, so the model can react; ``on_error`` may raise to abort.
+
+    Args:
+        calls: The assistant's tool calls.
+        tools: The tools of the request, by name.
+        on_error: Turns a failure into the response text.
+    """
+    responses = []
+    for call in calls:
+        text = await _run_one(call, tools, on_error)
+        responses.append(ToolResponse(id=call.id, name=call.name, response_data=text))
+    return ToolResponseMessage(responses=responses)
+
+
+async def _run_one(call: ToolCall, tools: Mapping[str, Tool], on_error: ToolErrorHandler) -> str:
+    selected = tools.get(call.name)
+    try:
+        if selected is None:
+            raise LookupError(f"no tool named {call.name!r}")
+        arguments = selected.parse_arguments(call.arguments)
+        return selected.format_result(await async_run_tool(selected, arguments))
+    except ConfigurationError:
+        raise
+    except Exception as exc:
+        return on_error(call, exc)

@@ -1,0 +1,148 @@
+"""The data that flows through an advisor chain, and how advisors are ordered. No I/O.
+
+An advisor sees a :class:`ChatClientRequest` on the way in and a :class:`ChatClientResponse`
+on the way out. Both carry the request *context*: advisor parameters such as
+:data:`~chatmem.CONVERSATION_ID` plus whatever advisors put there for their own ``after``
+step. Requests are immutable; an advisor that changes one returns a copy.
+
+Order: advisors are sorted by ``order``, lower first, and the sort is stable, so advisors of
+equal order run in the order they were given. The first advisor sees the request first and
+the response last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from chatmem.messages import AssistantMessage, Message
+from chatmem.model import ChatResponse, Generation, Prompt, aggregate_chunks
+from chatmem.tools import Tool
+
+__all__ = [
+    "DEFAULT_CHAT_MEMORY_ORDER",
+    "HIGHEST_PRECEDENCE",
+    "LOWEST_PRECEDENCE",
+    "AdvisorParams",
+    "ChatClientRequest",
+    "ChatClientResponse",
+    "aggregate_client_responses",
+    "order_advisors",
+]
+
+HIGHEST_PRECEDENCE = -(2**31)
+"""The lowest possible ``order``: runs first on the way in (Spring's ``Ordered``)."""
+LOWEST_PRECEDENCE = 2**31 - 1
+"""The highest possible ``order``: runs last on the way in, right before the model."""
+DEFAULT_CHAT_MEMORY_ORDER = HIGHEST_PRECEDENCE + 1000
+"""Default order of memory advisors: early, so later advisors see the whole conversation."""
+
+A = TypeVar("A")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatClientRequest:
+    """A request on its way through the advisor chain to the model."""
+
+    prompt: Prompt
+    """What the model will be sent (advisors may rewrite it)."""
+    context: Mapping[str, Any] = field(default_factory=dict)
+    """Advisor parameters and advisors' own state for this request."""
+    tools: Mapping[str, Tool] = field(default_factory=dict)
+    """Tools the client runs when the model calls them, by name."""
+
+    def with_prompt(self, prompt: Prompt) -> ChatClientRequest:
+        """Return a copy with another prompt.
+
+        Args:
+            prompt: The new prompt.
+        """
+        return dataclasses.replace(self, prompt=prompt)
+
+    def with_messages(self, messages: Sequence[Message]) -> ChatClientRequest:
+        """Return a copy whose prompt has other messages.
+
+        Args:
+            messages: The new messages.
+        """
+        return dataclasses.replace(self, prompt=self.prompt.with_messages(messages))
+
+    def with_context(self, **values: Any) -> ChatClientRequest:
+        """Return a copy with context values added or replaced.
+
+        Args:
+            **values: The values.
+        """
+        return dataclasses.replace(self, context={**self.context, **values})
+
+
+@dataclass(frozen=True, slots=True)
+class ChatClientResponse:
+    """A response (or a stream chunk) on its way back through the advisor chain."""
+
+    chat_response: ChatResponse
+    """The model's response, with every message the exchange produced."""
+    context: Mapping[str, Any] = field(default_factory=dict)
+    """The context of the request that produced it."""
+
+
+def aggregate_client_responses(
+    chunks: Sequence[ChatClientResponse], context: Mapping[str, Any]
+) -> ChatClientResponse:
+    """Fold streamed chunks into one response (see :func:`chatmem.model.aggregate_chunks`).
+
+    Args:
+        chunks: The chunks, in order.
+        context: The context to carry when the stream had no chunk.
+    """
+    if not chunks:
+        empty = ChatResponse([Generation(AssistantMessage(""))])
+        return ChatClientResponse(empty, context)
+    return ChatClientResponse(aggregate_chunks(c.chat_response for c in chunks), chunks[-1].context)
+
+
+class AdvisorParams:
+    """Collects advisor parameters: ``lambda a: a.param(CONVERSATION_ID, "007")``."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        """The parameters set so far."""
+
+    def param(self, key: str, value: Any) -> AdvisorParams:
+        """Set one parameter.
+
+        Args:
+            key: The context key, such as :data:`~chatmem.CONVERSATION_ID`.
+            value: Its value.
+        """
+        self.values[key] = value
+        return self
+
+    def params(self, values: Mapping[str, Any]) -> AdvisorParams:
+        """Set several parameters.
+
+        Args:
+            values: Keys and values.
+        """
+        self.values.update(values)
+        return self
+
+
+def order_advisors(advisors: Sequence[A]) -> list[A]:
+    """Sort advisors by their ``order`` attribute (default 0), stably.
+
+    Args:
+        advisors: The advisors, in the order they were added.
+    """
+    return sorted(advisors, key=_order_of)
+
+
+def _order_of(advisor: object) -> int:
+    order = getattr(advisor, "order", 0)
+    return order if isinstance(order, int) else 0
+
+
+AdvisorSpec = Callable[[AdvisorParams], object]
+"""A function that sets advisor parameters."""

@@ -1,0 +1,218 @@
+"""What a chat model is sent and what it answers: prompts, options, responses. No I/O.
+
+A :class:`Prompt` (messages, options, tool definitions) goes in; a :class:`ChatResponse`
+(generations, usage, finish reason and every message the exchange produced) comes out. The
+model protocols themselves are :class:`~chatmem.AsyncChatModel` and :class:`~chatmem.ChatModel`.
+
+Streaming models yield :class:`ChatResponse` *chunks*: each carries a piece of the answer text;
+tool calls arrive whole in the chunk where they complete. :func:`aggregate_chunks` folds a
+stream back into one response.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import JsonValue
+
+from chatmem.exceptions import ChatModelError
+from chatmem.messages import AssistantMessage, Message, ToolCall
+
+__all__ = [
+    "ChatModelConnectionError",
+    "ChatModelTimeoutError",
+    "ChatOptions",
+    "ChatResponse",
+    "Generation",
+    "Prompt",
+    "ToolDefinition",
+    "Usage",
+    "aggregate_chunks",
+]
+
+
+class ChatModelConnectionError(ChatModelError):
+    """The model provider cannot be reached, or the connection broke mid-answer."""
+
+
+class ChatModelTimeoutError(ChatModelConnectionError):
+    """The model provider did not answer within the configured time."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    """Model options; ``None`` means "the model's default".
+
+    Options merge field by field: :meth:`merge` keeps this object's values and overrides the
+    ones set in the other (client defaults, then per-request options).
+    """
+
+    model: str | None = None
+    """The model name, such as ``gpt-4o-mini``."""
+    temperature: float | None = None
+    """Sampling temperature."""
+    max_tokens: int | None = None
+    """Upper bound on the tokens generated."""
+    top_p: float | None = None
+    """Nucleus sampling mass."""
+    frequency_penalty: float | None = None
+    """Penalty on repeated tokens."""
+    presence_penalty: float | None = None
+    """Penalty on tokens already present."""
+    stop: tuple[str, ...] | None = None
+    """Sequences that end generation."""
+    seed: int | None = None
+    """Seed for providers that support reproducible sampling."""
+    tool_choice: str | Mapping[str, JsonValue] | None = None
+    """``"auto"``, ``"none"``, ``"required"`` or a provider-specific choice."""
+    parallel_tool_calls: bool | None = None
+    """Whether the model may call several tools at once."""
+    response_format: Mapping[str, JsonValue] | None = None
+    """Structured output: ``{"name": ..., "schema": {...}}`` (a JSON schema)."""
+    extra: Mapping[str, JsonValue] = field(default_factory=dict)
+    """Provider-specific fields sent as they are."""
+
+    def merge(self, other: ChatOptions | None) -> ChatOptions:
+        """Return these options overridden by the fields ``other`` sets.
+
+        Args:
+            other: Options whose non-``None`` fields win; ``extra`` dicts are merged.
+        """
+        if other is None:
+            return self
+        changes: dict[str, Any] = {
+            f.name: getattr(other, f.name)
+            for f in dataclasses.fields(other)
+            if f.name != "extra" and getattr(other, f.name) is not None
+        }
+        if other.extra:
+            changes["extra"] = {**self.extra, **other.extra}
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """What the model is told about a tool: its name, description and argument schema."""
+
+    name: str
+    """The tool's name, unique within a request."""
+    description: str
+    """What the tool does, for the model."""
+    parameters: Mapping[str, JsonValue]
+    """JSON schema of the arguments object."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A request to a chat model."""
+
+    messages: Sequence[Message]
+    """The conversation to answer, oldest first; a system message, if any, comes first."""
+    options: ChatOptions = field(default_factory=ChatOptions)
+    """Model options for this request."""
+    tools: Sequence[ToolDefinition] = ()
+    """Tools the model may call."""
+
+    def with_messages(self, messages: Sequence[Message]) -> Prompt:
+        """Return a copy of this prompt with other messages.
+
+        Args:
+            messages: The new messages.
+        """
+        return Prompt(messages, self.options, self.tools)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts reported by the provider."""
+
+    prompt_tokens: int = 0
+    """Tokens in the request."""
+    completion_tokens: int = 0
+    """Tokens generated."""
+    total_tokens: int = 0
+    """Their sum, as the provider reports it."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One answer of the model."""
+
+    message: AssistantMessage
+    """The answer (text, tool calls or both); a text fragment in a stream chunk."""
+    finish_reason: str | None = None
+    """Why generation stopped: ``stop``, ``tool_calls``, ``length``...; ``None`` mid-stream."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """A model's response, or one chunk of a streamed response."""
+
+    generations: Sequence[Generation] = ()
+    """The answers; usually one."""
+    usage: Usage | None = None
+    """Token usage, where the provider reports it (summed over a tool loop)."""
+    model: str | None = None
+    """The model that answered, as the provider names it."""
+    exchange: Sequence[Message] = ()
+    """Every message the exchange produced, in order: assistant tool calls, tool responses
+    and the final answer. Filled by the chat client; empty on a bare model response and on
+    every stream chunk except the last one."""
+    metadata: Mapping[str, JsonValue] = field(default_factory=dict)
+    """Provider details such as the response id."""
+
+    @property
+    def result(self) -> Generation | None:
+        """The first generation, or ``None`` if there is none."""
+        return self.generations[0] if self.generations else None
+
+    @property
+    def text(self) -> str:
+        """The first generation's text (empty if there is none)."""
+        return self.generations[0].message.text if self.generations else ""
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The first generation's finish reason."""
+        return self.generations[0].finish_reason if self.generations else None
+
+
+def aggregate_chunks(chunks: Iterable[ChatResponse]) -> ChatResponse:
+    """Fold streamed chunks into one response.
+
+    Text is concatenated, tool calls are collected in order, the last finish reason, model
+    and metadata win, usages are summed and the last non-empty ``exchange`` is kept.
+
+    Args:
+        chunks: The chunks, in the order they were streamed.
+    """
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    finish: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    exchange: Sequence[Message] = ()
+    metadata: Mapping[str, JsonValue] = {}
+    for chunk in chunks:
+        if chunk.generations:
+            generation = chunk.generations[0]
+            text.append(generation.message.text)
+            calls.extend(generation.message.tool_calls)
+            finish = generation.finish_reason or finish
+        if chunk.usage is not None:
+            usage = chunk.usage if usage is None else usage + chunk.usage
+        model = chunk.model or model
+        exchange = chunk.exchange or exchange
+        metadata = chunk.metadata or metadata
+    message = AssistantMessage("".join(text), tool_calls=calls)
+    return ChatResponse([Generation(message, finish)], usage, model, exchange, metadata)

@@ -1,0 +1,234 @@
+"""Tools the model can call: the ``@tool`` decorator and the rules for running tool calls.
+
+The JSON schema of a tool's arguments comes from the function's type hints (through pydantic)
+and its description from the docstring; a Google-style ``Args:`` section describes the
+parameters. Arguments the model sends are validated by pydantic before the function runs.
+
+Example:
+    ```python
+    @tool
+    def weather(city: str, unit: Literal["C", "F"] = "C") -> str:
+        # The docstring (first paragraph) becomes the tool's description.
+        return f"22 {unit} in {city}"
+
+    client.prompt("Weather in London?").tools(weather).call().content()
+    ```
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, create_model
+
+from chatmem.exceptions import ChatMemError
+from chatmem.messages import ToolCall
+from chatmem.model import ToolDefinition
+
+__all__ = [
+    "DEFAULT_MAX_TOOL_ITERATIONS",
+    "Tool",
+    "ToolErrorHandler",
+    "ToolExecutionError",
+    "ToolIterationLimitError",
+    "default_tool_error_handler",
+    "tool",
+]
+
+DEFAULT_MAX_TOOL_ITERATIONS = 10
+"""Rounds of tool calls a client runs for one request before giving up."""
+
+ToolErrorHandler = Callable[[ToolCall, Exception], str]
+"""Turns a failed tool call into the text the model sees (or raises to abort the request)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolExecutionError(ChatMemError):
+    """Running the model's tool calls failed in a way the model cannot be told about."""
+
+
+class ToolIterationLimitError(ToolExecutionError):
+    """The model kept calling tools past the client's ``max_tool_iterations``."""
+
+
+def default_tool_error_handler(call: ToolCall, error: Exception) -> str:
+    """Describe a failed tool call to the model as ``Error: <type>: <message>``.
+
+    Args:
+        call: The call that failed.
+        error: What it raised (or why it could not run).
+    """
+    return f"Error: {type(error).__name__}: {error}"
+
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_SECTION = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
+_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Return the description (text before the first section) and the Args descriptions."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    args: dict[str, str] = {}
+    index = 0
+    while index < len(lines) and not _SECTION.match(lines[index]):
+        description.append(lines[index])
+        index += 1
+    current: str | None = None
+    in_args = False
+    args_indent = 0
+    for line in lines[index:]:
+        if _SECTION.match(line):
+            in_args = bool(_ARGS_HEADER.match(line))
+            current = None
+            continue
+        if not in_args or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        match = _ARG_LINE.match(line)
+        if match and (current is None or indent <= args_indent):
+            current = match.group(1).lstrip("*")
+            args_indent = indent
+            args[current] = match.group(3).strip()
+        elif current is not None:
+            args[current] = f"{args[current]} {line.strip()}".strip()
+    return "\n".join(description).strip(), args
+
+
+class Tool:
+    """A function the model can call, with the JSON schema of its arguments.
+
+    Made by :func:`tool`; calling the object calls the function.
+    """
+
+    def __init__(
+        self, function: Callable[..., Any], *, name: str | None = None, description: str | None
+    ) -> None:
+        self.function = function
+        """The wrapped function (sync or async)."""
+        self.name: str = name or function.__name__
+        """The name the model calls the tool by."""
+        doc_description, arg_docs = _parse_docstring(function.__doc__)
+        self.description: str = description or doc_description or self.name
+        """What the tool does, for the model."""
+        self.is_async: bool = inspect.iscoroutinefunction(function)
+        """Whether the function is a coroutine function."""
+        self._args_model = _arguments_model(function, self.name, arg_docs)
+        schema = self._args_model.model_json_schema()
+        schema.pop("title", None)
+        self.parameters: dict[str, JsonValue] = schema
+        """JSON schema of the arguments object."""
+        self._result = TypeAdapter[Any](Any)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r})"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function."""
+        return self.function(*args, **kwargs)
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The definition sent to the model."""
+        return ToolDefinition(self.name, self.description, self.parameters)
+
+    def parse_arguments(self, arguments: str) -> dict[str, Any]:
+        """Validate the model's JSON arguments and return them as keyword arguments.
+
+        Args:
+            arguments: The JSON text the model produced (empty means no arguments).
+
+        Raises:
+            pydantic.ValidationError: If the arguments do not match the schema.
+        """
+        validated = self._args_model.model_validate_json(arguments.strip() or "{}")
+        return {name: getattr(validated, name) for name in type(validated).model_fields}
+
+    def format_result(self, value: object) -> str:
+        """Turn what the function returned into the text the model sees.
+
+        Text is sent as it is; anything else as JSON.
+
+        Args:
+            value: The function's return value.
+        """
+        if isinstance(value, str):
+            return value
+        return self._result.dump_json(value).decode()
+
+
+def _arguments_model(
+    function: Callable[..., Any], name: str, arg_docs: dict[str, str]
+) -> type[BaseModel]:
+    hints = get_type_hints(function)
+    fields: dict[str, Any] = {}
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"tool {name!r}: *args and **kwargs are not supported")
+        annotation = hints.get(parameter.name, Any)
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (
+            annotation,
+            Field(default, description=arg_docs.get(parameter.name)),
+        )
+    model: type[BaseModel] = create_model(
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+@overload
+def tool(function: F, /) -> Tool: ...
+
+
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[F], Tool]: ...
+
+
+def tool(
+    function: F | None = None, /, *, name: str | None = None, description: str | None = None
+) -> Tool | Callable[[F], Tool]:
+    """Make a function (sync or async) a tool the model can call.
+
+    Use bare (``@tool``) or with options (``@tool(name="lookup")``).
+
+    Args:
+        function: The function; its type hints give the argument schema.
+        name: The tool's name; the function's name by default.
+        description: What it does; the docstring's first paragraph by default.
+
+    Raises:
+        TypeError: If the function takes ``*args`` or ``**kwargs``.
+    """
+    if function is not None:
+        return Tool(function, name=name, description=description)
+
+    def wrap(fn: F) -> Tool:
+        return Tool(fn, name=name, description=description)
+
+    return wrap
+
+
+def as_tools(tools: Iterable[Tool | Callable[..., Any]]) -> list[Tool]:
+    """Wrap plain functions given where tools are expected.
+
+    Args:
+        tools: Tools or functions.
+    """
+    return [t if isinstance(t, Tool) else Tool(t, description=None) for t in tools]
+
+
+def tool_registry(tools: Sequence[Tool]) -> dict[str, Tool]:
+    """Index tools by name; a later tool with the same name replaces an earlier one.
+
+    Args:
+        tools: The tools.
+    """
+    return {t.name: t for t in tools}

@@ -1,0 +1,1 @@
+"""Async advisors; the sync twins are generated into ``_sync``."""
