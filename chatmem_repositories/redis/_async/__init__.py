@@ -1,0 +1,1 @@
+"""Async Redis repository (source of the generated sync twin)."""

@@ -1,0 +1,307 @@
+"""The Redis repository, on plain Redis 7 through redis-py."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from redis.backoff import ExponentialBackoff
+
+from chatmem._records import ConversationPage, Position, StoredMessage
+from chatmem._repository_support import check_limit, matches_history_filters, normalize_ttl
+from chatmem.conversation_ids import owner_of, validate_conversation_id
+from chatmem.messages import Message, MessageType, decode_message
+from chatmem_repositories._options import parse_options, redact_url, split_query
+from chatmem_repositories.redis import _scripts
+from chatmem_repositories.redis._drivers import AsyncRedis, AsyncRetry, AsyncScript
+from chatmem_repositories.redis._errors import BACKEND, translate_errors
+from chatmem_repositories.redis._keys import KeyLayout, expiry_member
+from chatmem_repositories.redis._options import RedisOptions
+from chatmem_repositories.redis._rows import (
+    append_args,
+    as_int,
+    micros,
+    position_arg,
+    stored_from_pairs,
+)
+
+__all__ = ["AsyncRedisChatMemoryRepository"]
+
+_TYPE_KEY = {"system": 7, "user": 8, "assistant": 9, "tool": 10}  # index into the eleven keys
+
+
+def _server_of(client: AsyncRedis) -> str:
+    kwargs = client.connection_pool.connection_kwargs
+    if "path" in kwargs:
+        return str(kwargs["path"])
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
+class AsyncRedisChatMemoryRepository:
+    """Stores conversations in plain Redis 7 (no modules), through redis-py.
+
+    Every call is one Lua script or one command, so each is atomic and one round trip.
+    See ``docs/backends/redis.md`` for the key layout.
+
+    Example:
+        ```python
+        repository = AsyncRedisChatMemoryRepository.from_url("redis://localhost:6379/0?ttl=3600")
+        async with repository:
+            await repository.append("007", [UserMessage("My name is James Bond")])
+            recent = await repository.find_recent("007", limit=20)
+        ```
+
+    Args:
+        client: A redis-py client (``redis.asyncio.Redis`` for the async repository,
+            ``redis.Redis`` for the sync one). It is not closed by :meth:`aclose`.
+        key_prefix: Prefix of every key.
+        ttl: Expire a conversation this long after its last append; ``None``: never.
+        history_scan_budget: Most messages one history round trip examines.
+    """
+
+    def __init__(
+        self,
+        client: AsyncRedis,
+        *,
+        key_prefix: str = "chatmem",
+        ttl: timedelta | float | None = None,
+        history_scan_budget: int = 5000,
+    ) -> None:
+        self._client = client
+        self._owns_client = False
+        self._keys = KeyLayout(key_prefix)
+        self._ttl = normalize_ttl(ttl)
+        self._ttl_ms = 0 if self._ttl is None else max(1, int(self._ttl.total_seconds() * 1000))
+        self._budget = check_limit(history_scan_budget) or 1
+        self._server = _server_of(client)
+        self._scripts: dict[str, AsyncScript] = {
+            name: client.register_script(getattr(_scripts, name)) for name in _scripts.__all__
+        }
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> AsyncRedisChatMemoryRepository:
+        """Create a repository that owns a new client for ``redis://`` or ``rediss://``.
+
+        Args:
+            url: Such as ``redis://user:secret@host:6379/0?key_prefix=app&ttl=3600``.
+            **options: Options of :class:`~chatmem_repositories.redis._options.RedisOptions`;
+                they win over the URL's query.
+
+        Raises:
+            ConfigurationError: For an unknown option (naming it) or a bad value.
+        """
+        base, query = split_query(url)
+        parsed = parse_options(RedisOptions, query, options, backend=BACKEND)
+        retry = AsyncRetry(ExponentialBackoff(cap=0.5, base=0.05), parsed.retries)
+        client = AsyncRedis.from_url(base, retry=retry, **parsed.client_kwargs())
+        repository = cls(
+            client,
+            key_prefix=parsed.key_prefix,
+            ttl=parsed.ttl,
+            history_scan_budget=parsed.history_scan_budget,
+        )
+        repository._owns_client = True
+        repository._server = redact_url(base)
+        return repository
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._server!r}, key_prefix={self._keys.prefix!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _run(self, action: str, script: str, keys: list[str], args: list[Any]) -> Any:
+        with translate_errors(self._server, action):
+            return await self._scripts[script](keys=keys, args=args)
+
+    def _append_keys(self, conversation_id: str) -> list[str]:
+        return [
+            *self._keys.conversation(conversation_id),
+            self._keys.conversations,
+            self._keys.expiry,
+            self._keys.owner(owner_of(conversation_id)),
+        ]
+
+    def _append_args(self, conversation_id: str, messages: Sequence[Message]) -> list[Any]:
+        owner = owner_of(conversation_id)
+        owner_part = expiry_member(conversation_id, owner).partition("\n")[0]
+        return [self._ttl_ms, conversation_id, owner_part, len(messages), *append_args(messages)]
+
+    async def _index(self, mode: str, index: str, cursor: str | None, limit: int) -> Any:
+        keys = [index, self._keys.conversations, self._keys.expiry]
+        args = [self._keys.owner_prefix, mode, "" if cursor is None else "1", cursor or "", limit]
+        return await self._run("listing conversations", "INDEX", keys, args)
+
+    # -- Spring AI's four methods -----------------------------------------------------------
+
+    async def find_conversation_ids(self) -> list[str]:
+        """Return the ids of all live conversations, in id order."""
+        reply = await self._index("all", self._keys.conversations, None, 0)
+        return [_text(member) for member in reply]
+
+    async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
+        """Return a conversation's whole history in order, or ``[]``."""
+        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        with translate_errors(self._server, "reading a conversation"):
+            bodies = await self._client.hgetall(keys[1])
+        ordered = sorted(bodies.items(), key=lambda item: as_int(item[0]))
+        return [decode_message(body, conversation_id=conversation_id) for _, body in ordered]
+
+    async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Replace a conversation's messages atomically; positions are never reused."""
+        validate_conversation_id(conversation_id)
+        if not messages:
+            await self.delete_by_conversation_id(conversation_id)
+            return
+        keys = self._append_keys(conversation_id)
+        await self._run(
+            "replacing messages", "REPLACE", keys, self._append_args(conversation_id, messages)
+        )
+
+    async def delete_by_conversation_id(self, conversation_id: str) -> None:
+        """Delete a conversation and its index entries; unknown ids are ignored."""
+        validate_conversation_id(conversation_id)
+        member = expiry_member(conversation_id, owner_of(conversation_id))
+        keys = self._append_keys(conversation_id)
+        await self._run("deleting a conversation", "DELETE", keys, [conversation_id, member])
+
+    # -- log capabilities -------------------------------------------------------------------
+
+    async def append(
+        self, conversation_id: str, messages: Sequence[Message]
+    ) -> list[StoredMessage]:
+        """Append messages in one atomic script; ids already stored are skipped."""
+        validate_conversation_id(conversation_id)
+        if not messages:
+            return []
+        reply = await self._run(
+            "appending",
+            "APPEND",
+            self._append_keys(conversation_id),
+            self._append_args(conversation_id, messages),
+        )
+        return [
+            StoredMessage(as_int(reply[i + 1]), messages[as_int(reply[i]) - 1])
+            for i in range(0, len(reply), 2)
+        ]
+
+    async def find_recent(
+        self, conversation_id: str, limit: int, *, before: Position | None = None
+    ) -> list[StoredMessage]:
+        """Return the newest ``limit`` non-system messages, oldest first (one round trip)."""
+        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        check_limit(limit)
+        if limit == 0:
+            return []
+        bound = "" if before is None else position_arg(before)
+        reply = await self._run(
+            "reading recent messages", "RECENT", [keys[4], keys[1]], [bound, limit]
+        )
+        return stored_from_pairs(reply, conversation_id)[::-1]
+
+    async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
+        """Return the latest system message, or ``None`` (one round trip)."""
+        return await self.find_latest(conversation_id, MessageType.SYSTEM)
+
+    async def find_latest(
+        self, conversation_id: str, message_type: MessageType
+    ) -> StoredMessage | None:
+        """Return the newest message of one type, or ``None`` (one round trip)."""
+        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        type_key = keys[_TYPE_KEY[MessageType(message_type).value]]
+        reply = await self._run("reading the latest message", "LATEST", [type_key, keys[1]], [])
+        found = stored_from_pairs(reply, conversation_id)
+        return found[0] if found else None
+
+    async def list_conversations(
+        self, *, owner: str | None = None, limit: int = 100, cursor: str | None = None
+    ) -> ConversationPage:
+        """Return a page of live conversation ids in id order, optionally of one owner."""
+        check_limit(limit)
+        index = self._keys.conversations if owner is None else self._keys.owner(owner)
+        reply = await self._index("page", index, cursor, limit)
+        ids = [_text(member) for member in reply]
+        page = ids[:limit]
+        more = len(ids) > limit
+        return ConversationPage(page, page[-1] if more and page else None)
+
+    async def find_history(
+        self,
+        conversation_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        types: Collection[MessageType] | None = None,
+        text: str | None = None,
+        after: Position | None = None,
+        limit: int = 100,
+    ) -> list[StoredMessage]:
+        """Return a page of history matching every given filter, oldest first.
+
+        A time range alone is read from the time index; types alone from the per-type
+        indexes. Text, or several filters, are checked by a Lua scan in position order that
+        examines at most ``history_scan_budget`` messages per round trip.
+        """
+        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        check_limit(limit)
+        kinds = None if types is None else sorted({MessageType(t).value for t in types})
+        if limit == 0 or kinds == []:
+            return []
+        cursor = "" if after is None else position_arg(after)
+        found: list[StoredMessage] = []
+        while len(found) < limit:
+            args = [
+                cursor,
+                "" if since is None else str(micros(since)),
+                "" if until is None else str(micros(until)),
+                " ".join(kinds or []),
+                "0" if text is None else "1",
+                "" if text is None else text.casefold(),
+                limit - len(found),
+                self._budget,
+            ]
+            reply = await self._run("querying history", "HISTORY", keys, args)
+            page = stored_from_pairs(reply[1:], conversation_id)
+            # The scripts compare microseconds as doubles; the exact check is done here.
+            found += [
+                s for s in page if matches_history_filters(s.message, since, until, types, text)
+            ]
+            resume = _text(reply[0])
+            if not resume:
+                break
+            cursor = resume
+        return found[:limit]
+
+    async def delete_before(self, conversation_id: str, position: Position) -> int:
+        """Delete non-system messages positioned before ``position`` (one script)."""
+        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        deleted = await self._run(
+            "deleting old messages", "DELETE_BEFORE", keys, [position_arg(position)]
+        )
+        return as_int(deleted)
+
+    async def purge_expired(self) -> int:
+        """Drop index entries of expired conversations; Redis has already dropped their keys.
+
+        Returns:
+            How many expired conversations were removed from the indexes.
+        """
+        return as_int(await self._index("purge", self._keys.conversations, None, 0))
+
+    async def aclose(self) -> None:
+        """Close the client if this repository created it (``from_url``)."""
+        if self._owns_client:
+            with translate_errors(self._server, "closing"):
+                await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncRedisChatMemoryRepository:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _text(value: bytes | str | int) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    return str(value)

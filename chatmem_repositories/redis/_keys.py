@@ -1,0 +1,93 @@
+"""Key layout (no I/O).
+
+Every key of one conversation starts with the hash tag ``{<prefix>:<escaped id>}``, so a
+conversation lives in one Redis Cluster slot and a Lua script may touch all of it. The
+conversation id is escaped (``%``, ``{``, ``}`` and control characters as ``%XX``) so no id
+can close the hash tag early or collide with another id's keys. Keys that span
+conversations share the tag ``{<prefix>}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chatmem.exceptions import ConfigurationError
+
+__all__ = ["CONVERSATION_KEY_NAMES", "KeyLayout", "escape_key_part", "expiry_member"]
+
+CONVERSATION_KEY_NAMES: tuple[str, ...] = (
+    "meta",  # hash: seq (the position counter)
+    "msgs",  # hash: position -> encoded message JSON
+    "ids",  # hash: message id -> position (idempotency; survives delete_before)
+    "log",  # sorted set: every position, scored by position
+    "chat",  # sorted set: non-system positions (windowed reads)
+    "time",  # sorted set: positions scored by created_at in microseconds
+    "facets",  # hash: position -> "type<TAB>created_us<TAB>casefolded searchable text"
+    "type:system",  # sorted sets of positions, one per message type
+    "type:user",
+    "type:assistant",
+    "type:tool",
+)
+"""Suffixes of one conversation's keys, in the order the Lua scripts expect them."""
+
+
+def escape_key_part(text: str) -> str:
+    """Percent-escape what could break a key: ``%``, braces and control characters."""
+    out = []
+    for char in text:
+        if char in "%{}" or ord(char) < 32 or ord(char) == 127:
+            out.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def expiry_member(conversation_id: str, owner: str | None) -> str:
+    """Member of the expiry index: escaped owner, newline, id (ids have no newlines)."""
+    return f"{escape_key_part(owner) if owner is not None else ''}\n{conversation_id}"
+
+
+@dataclass(frozen=True)
+class KeyLayout:
+    """Names of every key the repository uses under one prefix.
+
+    Attributes:
+        prefix: The key prefix; no braces, so it cannot disturb the hash tags.
+    """
+
+    prefix: str
+
+    def __post_init__(self) -> None:
+        if not self.prefix or any(c in "{}" or ord(c) < 32 for c in self.prefix):
+            raise ConfigurationError(
+                f"key_prefix must be non-empty, without braces or control characters, "
+                f"got {self.prefix!r}"
+            )
+
+    @property
+    def conversations(self) -> str:
+        """Sorted set of live conversation ids (all scores 0: listed in id order)."""
+        return f"{{{self.prefix}}}:conversations"
+
+    @property
+    def expiry(self) -> str:
+        """Sorted set of expiring conversations, scored by expiry time in milliseconds."""
+        return f"{{{self.prefix}}}:expiry"
+
+    @property
+    def owner_prefix(self) -> str:
+        """Start of every per-owner index key; the escaped owner follows."""
+        return f"{{{self.prefix}}}:owner:"
+
+    def owner(self, owner: str | None) -> str:
+        """Sorted set of one owner's conversation ids (``None``: a key never written)."""
+        return self.owner_prefix + (escape_key_part(owner) if owner is not None else "")
+
+    def conversation_tag(self, conversation_id: str) -> str:
+        """The hash tag shared by all keys of one conversation."""
+        return f"{{{self.prefix}:{escape_key_part(conversation_id)}}}"
+
+    def conversation(self, conversation_id: str) -> list[str]:
+        """The conversation's keys, in :data:`CONVERSATION_KEY_NAMES` order."""
+        tag = self.conversation_tag(conversation_id)
+        return [f"{tag}:{name}" for name in CONVERSATION_KEY_NAMES]

@@ -1,0 +1,62 @@
+"""Options of the Redis repository and how they become redis-py client arguments (no I/O)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+
+from chatmem_repositories._options import Duration
+
+__all__ = ["RedisOptions"]
+
+
+class RedisOptions(BaseModel):
+    """Options accepted in a ``redis://`` / ``rediss://`` URL query or as keywords."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key_prefix: str = "chatmem"
+    """Prefix of every key; lets several apps share one database."""
+    ttl: Duration | None = None
+    """Expire a conversation (all its keys and its index entries) this long after its last
+    append. ``None`` keeps conversations forever."""
+    db: NonNegativeInt | None = None
+    """Database number; overrides the one in the URL path."""
+    socket_timeout: PositiveFloat = 5.0
+    """Seconds to wait for a reply before raising ``RepositoryTimeoutError``."""
+    socket_connect_timeout: PositiveFloat = 5.0
+    """Seconds to wait for a connection before raising ``RepositoryConnectionError``."""
+    retries: NonNegativeInt = 1
+    """Retries after a connection error or timeout (safe: every write is idempotent)."""
+    max_connections: PositiveInt | None = None
+    """Size limit of the connection pool (unbounded by default, as in redis-py)."""
+    health_check_interval: NonNegativeInt = 0
+    """Seconds after which an idle connection is pinged before use (0: never)."""
+    client_name: str | None = None
+    """Name shown by ``CLIENT LIST``."""
+    ssl_cert_reqs: Literal["none", "optional", "required"] | None = None
+    """Certificate check for ``rediss://``."""
+    ssl_ca_certs: str | None = None
+    """CA bundle file for ``rediss://``."""
+    history_scan_budget: PositiveInt = 5000
+    """Most messages one ``find_history`` round trip examines when filtering by text or by
+    several criteria; longer scans continue in further round trips."""
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Arguments for ``Redis.from_url`` (retry policy excluded)."""
+        kwargs: dict[str, Any] = {
+            "socket_timeout": self.socket_timeout,
+            "socket_connect_timeout": self.socket_connect_timeout,
+            "health_check_interval": self.health_check_interval,
+            "decode_responses": False,
+        }
+        optional = {
+            "db": self.db,
+            "max_connections": self.max_connections,
+            "client_name": self.client_name,
+            "ssl_cert_reqs": self.ssl_cert_reqs,
+            "ssl_ca_certs": self.ssl_ca_certs,
+        }
+        kwargs.update({k: v for k, v in optional.items() if v is not None})
+        return kwargs

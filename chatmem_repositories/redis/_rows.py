@@ -1,0 +1,75 @@
+"""Messages to script arguments and script replies to stored messages (no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from chatmem._records import Position, StoredMessage
+from chatmem.exceptions import ConfigurationError
+from chatmem.messages import Message, decode_message, encode_message, searchable_text
+
+__all__ = [
+    "append_args",
+    "as_int",
+    "micros",
+    "position_arg",
+    "stored_from_pairs",
+]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the epoch, exactly (naive datetimes are taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICRO
+
+
+def position_arg(position: Position) -> str:
+    """A caller's position as the integer text the scripts compare."""
+    try:
+        return str(int(position))
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"not a position of the redis repository: {position!r}") from None
+
+
+def append_args(messages: Sequence[Message]) -> list[str]:
+    """Five arguments per message: id, type, created_at (µs), folded search text, JSON."""
+    args: list[str] = []
+    for message in messages:
+        args += [
+            message.id,
+            message.type.value,
+            str(micros(message.created_at)),
+            searchable_text(message).casefold(),
+            encode_message(message),
+        ]
+    return args
+
+
+def as_int(value: bytes | str | int) -> int:
+    """An integer from a Redis reply, whatever the client's ``decode_responses``."""
+    return value if isinstance(value, int) else int(value)
+
+
+def stored_from_pairs(
+    reply: Sequence[bytes | str | int | None], conversation_id: str
+) -> list[StoredMessage]:
+    """Decode a flat ``[position, body, position, body, ...]`` reply, in reply order.
+
+    A missing body (deleted between the index read and the body read) is skipped.
+
+    Raises:
+        MessageDecodeError: If a body does not decode; it names the conversation.
+    """
+    stored = []
+    for index in range(0, len(reply) - 1, 2):
+        position, body = reply[index], reply[index + 1]
+        if position is None or body is None or isinstance(body, int):
+            continue
+        message = decode_message(body, conversation_id=conversation_id)
+        stored.append(StoredMessage(as_int(position), message))
+    return stored

@@ -1,0 +1,68 @@
+"""The conformance suite against a real Redis 7 server, sync and async."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+
+from chatmem._records import Position
+from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
+from chatmem_repositories.redis._keys import KeyLayout
+from tests.conftest import server_url
+
+PREFIX = f"chatmem-test-{uuid.uuid4().hex[:8]}"
+
+
+def _drop_prefix(url: str) -> None:
+    with redis.Redis.from_url(url) as client:
+        for pattern in (f"{{{PREFIX}:*", f"{{{PREFIX}}}:*"):
+            keys = list(client.scan_iter(match=pattern, count=1000))
+            for start in range(0, len(keys), 500):
+                client.delete(*keys[start : start + 500])
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    url = server_url("redis")
+    yield url
+    _drop_prefix(url)
+
+
+def _msgs_key(conversation_id: str) -> str:
+    return KeyLayout(PREFIX).conversation(conversation_id)[1]
+
+
+class TestRedisAsync(AsyncRepositoryConformance):
+    @pytest.fixture
+    def repository_factory(
+        self, redis_url: str
+    ) -> Callable[..., Awaitable[AsyncRedisChatMemoryRepository]]:
+        async def factory(**options: Any) -> AsyncRedisChatMemoryRepository:
+            return AsyncRedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX, **options)
+
+        return factory
+
+    async def corrupt_stored_message(
+        self, repository: Any, conversation_id: str, position: Position
+    ) -> None:
+        await repository._client.hset(_msgs_key(conversation_id), str(position), b"\xff{not json")
+
+
+class TestRedisSync(RepositoryConformance):
+    @pytest.fixture
+    def repository_factory(self, redis_url: str) -> Callable[..., RedisChatMemoryRepository]:
+        def factory(**options: Any) -> RedisChatMemoryRepository:
+            return RedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX, **options)
+
+        return factory
+
+    def corrupt_stored_message(
+        self, repository: Any, conversation_id: str, position: Position
+    ) -> None:
+        repository._client.hset(_msgs_key(conversation_id), str(position), b"\xff{not json")
