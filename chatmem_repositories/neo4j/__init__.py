@@ -1,1 +1,11 @@
-"""The neo4j repository (being built)."""
+"""Neo4j repositories: conversations as a graph, through the official ``neo4j`` driver.
+
+``create_repository("bolt://localhost:7687")`` (or ``neo4j://``, ``+s``/``+ssc`` forms) picks
+this backend. See ``docs/backends/neo4j.md`` for the graph model, indexes and options.
+"""
+
+from chatmem_repositories.neo4j._async.repository import AsyncNeo4jChatMemoryRepository
+from chatmem_repositories.neo4j._config import Neo4jOptions
+from chatmem_repositories.neo4j._sync.repository import Neo4jChatMemoryRepository
+
+__all__ = ["AsyncNeo4jChatMemoryRepository", "Neo4jChatMemoryRepository", "Neo4jOptions"]

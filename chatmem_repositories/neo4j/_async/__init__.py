@@ -1,0 +1,1 @@
+"""Async implementations; the sync twins in ``_sync`` are generated from these."""

@@ -1,0 +1,353 @@
+"""The Neo4j repository over the driver's async API."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
+from typing import Any, LiteralString
+
+from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, AsyncSession
+from neo4j.exceptions import ClientError
+
+from chatmem._concurrency import AsyncLock
+from chatmem._records import ConversationPage, Position, StoredMessage
+from chatmem._repository_support import check_limit, normalize_ttl
+from chatmem.conversation_ids import owner_of, validate_conversation_id
+from chatmem.messages import Message, MessageType
+from chatmem_repositories.neo4j._config import driver_settings
+from chatmem_repositories.neo4j._cypher import Statements
+from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
+from chatmem_repositories.neo4j._records import (
+    FIRST_POSITION,
+    NO_POSITION,
+    check_position,
+    message_params,
+    micros,
+    stored_messages,
+    ttl_millis,
+    unique_by_id,
+)
+
+__all__ = ["AsyncNeo4jChatMemoryRepository"]
+
+_PURGE_BATCH = 500
+
+Rows = list[list[Any]]
+
+
+async def _run(tx: AsyncManagedTransaction, query: LiteralString, params: dict[str, Any]) -> Rows:
+    result = await tx.run(query, params)
+    return [list(record.values()) async for record in result]
+
+
+async def _create_rule(session: AsyncSession, statement: LiteralString) -> None:
+    try:
+        result = await session.run(statement)
+        await result.consume()
+    except ClientError as exc:
+        # Another process created the same rule a moment earlier (IF NOT EXISTS races).
+        if "AlreadyExists" not in (exc.code or ""):
+            raise
+
+
+class AsyncNeo4jChatMemoryRepository:
+    """Stores conversations as a graph in Neo4j 5, through the official async driver.
+
+    ``(:Conversation {id, owner, next_position, ...})-[:HAS_MESSAGE]->(:Message {position,
+    type, data, ...})``. An append is one write transaction that locks the conversation
+    node, takes its counter and creates the new messages; reads go through composite
+    indexes that start with the conversation id, so their cost does not grow with history.
+
+    Example:
+        ```python
+        repository = AsyncNeo4jChatMemoryRepository.from_url("bolt://localhost:7687")
+        await repository.append("007", [UserMessage("My name is James Bond")])
+        recent = await repository.find_recent("007", limit=10)
+        await repository.aclose()
+        ```
+
+    Args:
+        driver: A driver to use. The repository does not close it.
+        database: Database name; ``None`` uses the server's home database.
+        label_prefix: Prepended to the ``Conversation`` and ``Message`` labels.
+        ttl: Expire a conversation this long after its last write. ``None`` keeps it forever.
+        create_schema: Create the constraints and indexes on first use.
+    """
+
+    def __init__(
+        self,
+        driver: AsyncDriver,
+        *,
+        database: str | None = None,
+        label_prefix: str = "",
+        ttl: timedelta | float | None = None,
+        create_schema: bool = True,
+    ) -> None:
+        self._statements = Statements.for_prefix(label_prefix)
+        self._driver = driver
+        self._database = database
+        self._ttl_ms = ttl_millis(normalize_ttl(ttl))
+        self._schema_ready = not create_schema
+        self._schema_lock = AsyncLock()
+        self._owns_driver = False
+        self._description = f"database={database!r}, label_prefix={label_prefix!r}"
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> AsyncNeo4jChatMemoryRepository:
+        """Create a repository that owns a new driver.
+
+        Args:
+            url: ``neo4j://``, ``bolt://`` (or their ``+s``/``+ssc`` forms), with optional
+                ``user:password@``, ``/database`` and query options.
+            **options: Options (see :class:`~chatmem_repositories.neo4j.Neo4jOptions`);
+                they win over the URL's query string.
+
+        Raises:
+            ConfigurationError: For a bad URL, an unknown option or a bad value.
+        """
+        settings = driver_settings(url, options)
+        driver = AsyncGraphDatabase.driver(settings.uri, auth=settings.auth, **settings.config)
+        parsed = settings.options
+        repository = cls(
+            driver,
+            database=parsed.database,
+            label_prefix=parsed.label_prefix,
+            ttl=parsed.ttl,
+            create_schema=parsed.create_schema,
+        )
+        repository._owns_driver = True
+        repository._description = f"url={settings.redacted_url!r}, " + repository._description
+        return repository
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._description})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _session_config(self) -> dict[str, Any]:
+        return {
+            "database": self._database,
+            # Handed-in drivers may have notifications on; the statements are fixed anyway.
+            "notifications_min_severity": "OFF",
+            # Read-your-writes across sessions (and cluster members), as execute_query does.
+            "bookmark_manager": self._driver.execute_query_bookmark_manager,
+        }
+
+    async def _ensure_schema(self) -> None:
+        if self._schema_ready:
+            return
+        async with self._schema_lock:
+            if self._schema_ready:
+                return
+            try:
+                async with self._driver.session(**self._session_config()) as session:
+                    for statement in self._statements.schema:
+                        await _create_rule(session, statement)
+                    result = await session.run("CALL db.awaitIndexes(60)")
+                    await result.consume()
+            except DRIVER_ERRORS as exc:
+                raise translate_error(exc, "schema creation") from exc
+            self._schema_ready = True
+
+    async def _write(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
+        await self._ensure_schema()
+        try:
+            async with self._driver.session(**self._session_config()) as session:
+                return await session.execute_write(_run, query, params)
+        except DRIVER_ERRORS as exc:
+            raise translate_error(exc, action) from exc
+
+    async def _read(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
+        await self._ensure_schema()
+        try:
+            async with self._driver.session(**self._session_config()) as session:
+                return await session.execute_read(_run, query, params)
+        except DRIVER_ERRORS as exc:
+            raise translate_error(exc, action) from exc
+
+    async def _window(
+        self, conversation_id: str, limit: int, *, system: bool, before: int = NO_POSITION
+    ) -> list[StoredMessage]:
+        params = {"cid": conversation_id, "is_system": system, "before": before, "limit": limit}
+        rows = await self._read("window read", self._statements.window, params)
+        return stored_messages(conversation_id, rows, reverse=True)
+
+    # -- Spring AI's four methods -----------------------------------------------------------
+
+    async def find_conversation_ids(self) -> list[str]:
+        """Return the ids of all live conversations."""
+        ids: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = await self.list_conversations(limit=1000, cursor=cursor)
+            ids += page.conversation_ids
+            cursor = page.next_cursor
+            if cursor is None:
+                return ids
+
+    async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
+        """Return a conversation's whole history in order, or ``[]``."""
+        validate_conversation_id(conversation_id)
+        params = self._history_params(conversation_id, limit=NO_POSITION)
+        rows = await self._read("read", self._statements.history, params)
+        return [s.message for s in stored_messages(conversation_id, rows)]
+
+    async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Replace a conversation's messages in one transaction; empty deletes it."""
+        validate_conversation_id(conversation_id)
+        if not messages:
+            await self.delete_by_conversation_id(conversation_id)
+            return
+        await self._write(
+            "save_all", self._statements.replace, self._append_params(conversation_id, messages)
+        )
+
+    async def delete_by_conversation_id(self, conversation_id: str) -> None:
+        """Delete a conversation and its messages in one transaction; unknown ids are ignored."""
+        validate_conversation_id(conversation_id)
+        await self._write("delete", self._statements.delete, {"cid": conversation_id})
+
+    # -- log capabilities ---------------------------------------------------------------------
+
+    def _append_params(self, conversation_id: str, messages: Sequence[Message]) -> dict[str, Any]:
+        return {
+            "cid": conversation_id,
+            "owner": owner_of(conversation_id),
+            "ttl_ms": self._ttl_ms,
+            "messages": [message_params(m) for m in unique_by_id(messages)],
+        }
+
+    async def append(
+        self, conversation_id: str, messages: Sequence[Message]
+    ) -> list[StoredMessage]:
+        """Append messages in one write transaction; ids already stored are skipped."""
+        validate_conversation_id(conversation_id)
+        batch = unique_by_id(messages)
+        if not batch:
+            return []
+        params = self._append_params(conversation_id, batch)
+        rows = await self._write("append", self._statements.append, params)
+        by_id = {m.id: m for m in batch}
+        return [StoredMessage(position, by_id[message_id]) for message_id, position in rows]
+
+    async def find_recent(
+        self, conversation_id: str, limit: int, *, before: Position | None = None
+    ) -> list[StoredMessage]:
+        """Return the newest ``limit`` non-system messages, oldest first."""
+        validate_conversation_id(conversation_id)
+        check_limit(limit)
+        bound = NO_POSITION if before is None else check_position(before)
+        if limit == 0:
+            return []
+        return await self._window(conversation_id, limit, system=False, before=bound)
+
+    async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
+        """Return the latest system message, or ``None``."""
+        validate_conversation_id(conversation_id)
+        found = await self._window(conversation_id, 1, system=True)
+        return found[0] if found else None
+
+    async def find_latest(
+        self, conversation_id: str, message_type: MessageType
+    ) -> StoredMessage | None:
+        """Return the newest message of one type, or ``None``."""
+        validate_conversation_id(conversation_id)
+        kind = MessageType(message_type).value
+        params = {"cid": conversation_id, "type": kind}
+        rows = await self._read("latest read", self._statements.latest_of_type, params)
+        found = stored_messages(conversation_id, rows)
+        return found[0] if found else None
+
+    async def list_conversations(
+        self, *, owner: str | None = None, limit: int = 100, cursor: str | None = None
+    ) -> ConversationPage:
+        """Return a page of live conversation ids in id order, optionally of one owner."""
+        check_limit(limit)
+        if limit == 0:
+            return ConversationPage([], None)
+        params = {"owner": owner, "cursor": cursor or "", "limit": limit + 1}
+        query = self._statements.list_all if owner is None else self._statements.list_owner
+        rows = await self._read("listing", query, params)
+        ids = [row[0] for row in rows]
+        page = ids[:limit]
+        return ConversationPage(page, page[-1] if len(ids) > limit else None)
+
+    def _history_params(
+        self,
+        conversation_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        types: Collection[MessageType] | None = None,
+        text: str | None = None,
+        after: Position | None = None,
+        limit: int,
+    ) -> dict[str, Any]:
+        return {
+            "cid": conversation_id,
+            "after": FIRST_POSITION if after is None else check_position(after),
+            "since": None if since is None else micros(since),
+            "until": None if until is None else micros(until),
+            "types": None if types is None else [MessageType(t).value for t in types],
+            "needle": None if text is None else text.casefold(),
+            "limit": limit,
+        }
+
+    async def find_history(
+        self,
+        conversation_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        types: Collection[MessageType] | None = None,
+        text: str | None = None,
+        after: Position | None = None,
+        limit: int = 100,
+    ) -> list[StoredMessage]:
+        """Return a page of history matching every given filter, oldest first."""
+        validate_conversation_id(conversation_id)
+        check_limit(limit)
+        params = self._history_params(
+            conversation_id,
+            since=since,
+            until=until,
+            types=types,
+            text=text,
+            after=after,
+            limit=limit,
+        )
+        if limit == 0:
+            return []
+        rows = await self._read("history read", self._statements.history, params)
+        return stored_messages(conversation_id, rows)
+
+    async def delete_before(self, conversation_id: str, position: Position) -> int:
+        """Delete non-system messages positioned before ``position``."""
+        validate_conversation_id(conversation_id)
+        params = {"cid": conversation_id, "position": check_position(position)}
+        rows = await self._write("delete_before", self._statements.delete_before, params)
+        return int(rows[0][0]) if rows else 0
+
+    async def purge_expired(self) -> int:
+        """Delete expired conversations with their messages, in batches; return how many."""
+        purged = 0
+        while True:
+            rows = await self._write("purge", self._statements.purge, {"batch": _PURGE_BATCH})
+            count = int(rows[0][0]) if rows else 0
+            purged += count
+            if count == 0:
+                return purged
+
+    async def aclose(self) -> None:
+        """Close the driver if this repository created it."""
+        if self._owns_driver:
+            try:
+                await self._driver.close()
+            except DRIVER_ERRORS as exc:
+                raise translate_error(exc, "close") from exc
+
+    async def __aenter__(self) -> AsyncNeo4jChatMemoryRepository:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

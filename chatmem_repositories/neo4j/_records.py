@@ -1,0 +1,105 @@
+"""Conversions between messages and the values stored on ``Message`` nodes (no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from chatmem._records import Position, StoredMessage
+from chatmem.exceptions import ConfigurationError
+from chatmem.messages import (
+    Message,
+    MessageType,
+    decode_message,
+    encode_message,
+    searchable_text,
+)
+
+__all__ = [
+    "FIRST_POSITION",
+    "NO_POSITION",
+    "check_position",
+    "message_params",
+    "micros",
+    "stored_messages",
+    "ttl_millis",
+    "unique_by_id",
+]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+NO_POSITION = 2**63 - 1
+"""Above every position: ``before=`` when the caller gives none."""
+FIRST_POSITION = 0
+"""Below every position: ``after=`` when the caller gives none."""
+
+
+def micros(moment: datetime) -> int:
+    """Return microseconds since the epoch; a naive datetime is taken as UTC, as messages do."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def ttl_millis(ttl: timedelta | None) -> int | None:
+    """Return a TTL in whole milliseconds (at least 1), or ``None``."""
+    if ttl is None:
+        return None
+    return max(1, round(ttl.total_seconds() * 1000))
+
+
+def check_position(position: Position) -> int:
+    """Return a position this repository handed out, or raise.
+
+    Raises:
+        ConfigurationError: If it is not an integer (positions here are integers).
+    """
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise ConfigurationError(
+            f"Neo4j positions are integers returned by this repository, got {position!r}"
+        )
+    return position
+
+
+def unique_by_id(messages: Sequence[Message]) -> list[Message]:
+    """Keep the first of messages sharing an id: a batch stores each id once."""
+    seen: set[str] = set()
+    kept = []
+    for message in messages:
+        if message.id not in seen:
+            seen.add(message.id)
+            kept.append(message)
+    return kept
+
+
+def message_params(message: Message) -> dict[str, Any]:
+    """Return the parameter map that the append statements turn into a ``Message`` node."""
+    kind = MessageType(message.type)
+    return {
+        "id": message.id,
+        "type": kind.value,
+        "is_system": kind is MessageType.SYSTEM,
+        "created_at": micros(message.created_at),
+        # Stored case-folded so `CONTAINS` matches exactly what searchable_text() promises.
+        "search_text": searchable_text(message).casefold(),
+        "data": encode_message(message),
+    }
+
+
+def stored_messages(
+    conversation_id: str, rows: Iterable[Sequence[Any]], *, reverse: bool = False
+) -> list[StoredMessage]:
+    """Decode ``(position, data)`` rows into stored messages.
+
+    Raises:
+        MessageDecodeError: If a record does not decode; the message names the conversation.
+    """
+    found = [
+        StoredMessage(position, decode_message(data, conversation_id=conversation_id))
+        for position, data in rows
+    ]
+    if reverse:
+        found.reverse()
+    return found

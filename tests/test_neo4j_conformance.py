@@ -1,0 +1,59 @@
+"""The conformance suite on a real Neo4j server, sync and async."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from chatmem._records import Position
+from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
+from tests.conftest import server_url
+
+pytestmark = pytest.mark.backend("neo4j")
+
+# Invalid JSON that is still a string, as a damaged or hand-edited record would be.
+_GARBAGE = "\x00{not json"
+_CORRUPT = "MATCH (m:Message {conversation_id: $cid, position: $position}) SET m.data = $garbage"
+
+
+class TestNeo4jAsync(AsyncRepositoryConformance):
+    @pytest.fixture
+    def repository_factory(self) -> Callable[..., Awaitable[AsyncNeo4jChatMemoryRepository]]:
+        url = server_url("neo4j")
+
+        async def factory(**options: Any) -> AsyncNeo4jChatMemoryRepository:
+            return AsyncNeo4jChatMemoryRepository.from_url(url, **options)
+
+        return factory
+
+    async def corrupt_stored_message(
+        self, repository: Any, conversation_id: str, position: Position
+    ) -> None:
+        summary = (
+            await repository._driver.execute_query(
+                _CORRUPT, cid=conversation_id, position=position, garbage=_GARBAGE
+            )
+        ).summary
+        assert summary.counters.properties_set == 1
+
+
+class TestNeo4jSync(RepositoryConformance):
+    @pytest.fixture
+    def repository_factory(self) -> Callable[..., Neo4jChatMemoryRepository]:
+        url = server_url("neo4j")
+
+        def factory(**options: Any) -> Neo4jChatMemoryRepository:
+            return Neo4jChatMemoryRepository.from_url(url, **options)
+
+        return factory
+
+    def corrupt_stored_message(
+        self, repository: Any, conversation_id: str, position: Position
+    ) -> None:
+        summary = repository._driver.execute_query(
+            _CORRUPT, cid=conversation_id, position=position, garbage=_GARBAGE
+        ).summary
+        assert summary.counters.properties_set == 1
