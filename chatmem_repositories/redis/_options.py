@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
 
 from chatmem_repositories._options import Duration
 
-__all__ = ["RedisOptions"]
+__all__ = ["RedisOptions", "with_db"]
+
+
+def with_db(url: str, db: int | None) -> str:
+    """Put ``db`` in the URL path, where redis-py looks first (``None``: leave it)."""
+    if db is None:
+        return url
+    return urlunsplit(urlsplit(url)._replace(path=f"/{db}"))
 
 
 class RedisOptions(BaseModel):
@@ -52,7 +60,6 @@ class RedisOptions(BaseModel):
             "decode_responses": False,
         }
         optional = {
-            "db": self.db,
             "max_connections": self.max_connections,
             "client_name": self.client_name,
             "ssl_cert_reqs": self.ssl_cert_reqs,

@@ -18,7 +18,7 @@ from chatmem_repositories.redis import _scripts
 from chatmem_repositories.redis._drivers import Redis, Retry, Script
 from chatmem_repositories.redis._errors import BACKEND, translate_errors
 from chatmem_repositories.redis._keys import KeyLayout, expiry_member
-from chatmem_repositories.redis._options import RedisOptions
+from chatmem_repositories.redis._options import RedisOptions, with_db
 from chatmem_repositories.redis._rows import (
     append_args,
     as_int,
@@ -94,6 +94,7 @@ class RedisChatMemoryRepository:
         """
         base, query = split_query(url)
         parsed = parse_options(RedisOptions, query, options, backend=BACKEND)
+        base = with_db(base, parsed.db)
         retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), parsed.retries)
         client = Redis.from_url(base, retry=retry, **parsed.client_kwargs())
         repository = cls(
