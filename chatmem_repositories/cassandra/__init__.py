@@ -1,1 +1,14 @@
-"""The cassandra repository (being built)."""
+"""Apache Cassandra repositories (``cassandra://``), sync and async.
+
+Needs the driver: ``pip install "chatmem[cassandra]"``.
+"""
+
+from chatmem_repositories.cassandra._async.repo import AsyncCassandraChatMemoryRepository
+from chatmem_repositories.cassandra._settings import CassandraOptions
+from chatmem_repositories.cassandra._sync.repo import CassandraChatMemoryRepository
+
+__all__ = [
+    "AsyncCassandraChatMemoryRepository",
+    "CassandraChatMemoryRepository",
+    "CassandraOptions",
+]

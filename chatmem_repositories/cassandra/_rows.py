@@ -1,0 +1,80 @@
+"""Row building and decoding shared by both twins (no I/O)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from chatmem._records import StoredMessage
+from chatmem.messages import Message, SystemMessage, decode_message, encode_message
+from chatmem_repositories.cassandra._positions import CLAIM_POSITION
+from chatmem_repositories.cassandra._schema import CHAT, CLAIMS, SYSTEM
+
+__all__ = ["MAX_LIMIT", "message_rows", "section_of", "stored", "unique_by_id"]
+
+MAX_LIMIT = 2**31 - 1
+"""Largest LIMIT CQL accepts."""
+
+Item = tuple[str, Sequence[Any]]
+
+
+def section_of(message: Message) -> str:
+    """Return the section a message is stored in."""
+    return SYSTEM if isinstance(message, SystemMessage) else CHAT
+
+
+def unique_by_id(messages: Sequence[Message]) -> list[Message]:
+    """Drop repeats of a message id within one call, keeping the first."""
+    seen: set[str] = set()
+    unique = []
+    for message in messages:
+        if message.id not in seen:
+            seen.add(message.id)
+            unique.append(message)
+    return unique
+
+
+def message_rows(
+    conversation_id: str,
+    owner: str | None,
+    messages: Sequence[Message],
+    positions: Sequence[uuid.UUID],
+    ttl: int,
+    *,
+    conditional: bool,
+) -> list[Item]:
+    """Return the statements that store messages: id claims, rows and static columns."""
+    claim = "claim" if conditional else "claim_plain"
+    items: list[Item] = []
+    system: tuple[uuid.UUID, str] | None = None
+    for message, position in zip(messages, positions, strict=True):
+        data = encode_message(message)
+        items.append((claim, (conversation_id, CLAIMS, CLAIM_POSITION, message.id, position, ttl)))
+        items.append(
+            (
+                "insert",
+                (
+                    conversation_id,
+                    section_of(message),
+                    position,
+                    message.id,
+                    message.type.value,
+                    message.created_at,
+                    data,
+                    ttl,
+                ),
+            )
+        )
+        if isinstance(message, SystemMessage):
+            system = (position, data)
+    if system is not None:
+        items.append(("system", (ttl, owner, system[0], system[1], conversation_id)))
+    elif owner is not None:
+        items.append(("owner", (ttl, owner, conversation_id)))
+    return items
+
+
+def stored(conversation_id: str, position: uuid.UUID, data: str | None) -> StoredMessage:
+    """Decode one stored row; a corrupt record raises ``MessageDecodeError``."""
+    return StoredMessage(str(position), decode_message(data or "", conversation_id=conversation_id))

@@ -1,0 +1,139 @@
+"""Options of the cassandra repository and URL parsing (no I/O)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from chatmem.exceptions import ConfigurationError
+from chatmem_repositories._options import Duration, parse_options, redact_url, split_query
+
+__all__ = ["CassandraOptions", "ConnectionSettings", "parse_url"]
+
+_IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+
+Consistency = Literal["ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE"]
+
+
+class CassandraOptions(BaseModel):
+    """Options of the cassandra repository, from the URL query or keywords."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ttl: Duration | None = None
+    """Expire a conversation this long after its last write (``USING TTL`` on every write)."""
+    local_datacenter: str | None = None
+    """Datacenter whose nodes are queried; the driver infers it from the contact points."""
+    read_consistency: Consistency = "LOCAL_QUORUM"
+    """Consistency level of reads."""
+    write_consistency: Consistency = "LOCAL_QUORUM"
+    """Consistency level of writes (the commit phase of appends)."""
+    serial_consistency: Literal["SERIAL", "LOCAL_SERIAL"] = "LOCAL_SERIAL"
+    """Consistency level of the Paxos phase of appends."""
+    create_keyspace: bool = False
+    """Create the keyspace if it does not exist."""
+    replication_factor: int = Field(default=1, ge=1)
+    """Replication factor of a created keyspace (SimpleStrategy)."""
+    replication: str | None = None
+    """``dc1:3,dc2:3`` creates the keyspace with NetworkTopologyStrategy instead."""
+    initialize_schema: bool = True
+    """Create the tables if they do not exist."""
+    table_prefix: str = "chatmem_"
+    """Prefix of the table names."""
+    listing_buckets: int = Field(default=16, ge=1, le=1024)
+    """Partitions the conversation listing is spread over."""
+    connect_timeout: Duration = timedelta(seconds=5)
+    """How long to wait for a connection."""
+    request_timeout: Duration = timedelta(seconds=10)
+    """How long to wait for one statement's answer."""
+
+    @field_validator("table_prefix")
+    @classmethod
+    def _check_prefix(cls, value: str) -> str:
+        if value and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", value):
+            raise ValueError("must be a letter then letters, digits or underscores")
+        return value
+
+    @field_validator("replication")
+    @classmethod
+    def _check_replication(cls, value: str | None) -> str | None:
+        if value is not None:
+            replication_map(value)
+        return value
+
+
+def replication_map(spec: str) -> dict[str, int]:
+    """Parse ``dc1:3,dc2:2`` into a map of datacenter to replication factor."""
+    result: dict[str, int] = {}
+    for part in spec.split(","):
+        name, sep, factor = part.strip().partition(":")
+        if not sep or not _IDENTIFIER.match(name) or not factor.isdigit() or int(factor) < 1:
+            raise ValueError(f"replication must look like 'dc1:3,dc2:3', got {spec!r}")
+        result[name] = int(factor)
+    return result
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Where to connect, taken from the URL."""
+
+    hosts: tuple[str, ...]
+    port: int
+    keyspace: str
+    username: str | None
+    password: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"ConnectionSettings(hosts={self.hosts!r}, port={self.port}, "
+            f"keyspace={self.keyspace!r}, username={self.username!r})"
+        )
+
+
+def check_identifier(name: str, what: str) -> str:
+    """Return ``name`` if it is a plain CQL identifier (it is written into DDL)."""
+    if not _IDENTIFIER.match(name):
+        raise ConfigurationError(
+            f"{what} must be a letter then up to 47 letters, digits or underscores, got {name!r}"
+        )
+    return name
+
+
+def parse_url(
+    url: str, keyword_options: dict[str, Any]
+) -> tuple[ConnectionSettings, CassandraOptions]:
+    """Parse ``cassandra://[user:password@]host1,host2[:port]/keyspace?options``.
+
+    Raises:
+        ConfigurationError: For a malformed URL, a bad keyspace or an unknown option.
+    """
+    base, query = split_query(url)
+    parts = urlsplit(base)
+    if parts.scheme.lower() != "cassandra":
+        raise ConfigurationError(f"not a cassandra:// URL: {redact_url(url)!r}")
+    userinfo, _, hostinfo = parts.netloc.rpartition("@")
+    username = password = None
+    if userinfo:
+        user, _, secret = userinfo.partition(":")
+        username, password = unquote(user), unquote(secret)
+    hosts: list[str] = []
+    port = 9042
+    for item in filter(None, hostinfo.split(",")):
+        host, sep, port_text = item.rpartition(":") if not item.endswith("]") else (item, "", "")
+        if not sep:
+            host = item
+        elif not port_text.isdigit():
+            raise ConfigurationError(f"bad port in cassandra URL {redact_url(url)!r}")
+        else:
+            port = int(port_text)
+        hosts.append(host.strip("[]"))
+    if not hosts:
+        hosts = ["127.0.0.1"]
+    keyspace = check_identifier(parts.path.strip("/"), "the keyspace (URL path)")
+    options = parse_options(CassandraOptions, query, keyword_options, backend="cassandra")
+    return ConnectionSettings(tuple(hosts), port, keyspace, username, password), options
