@@ -13,13 +13,21 @@ The suite needs pytest (and pytest-asyncio for the async variant).
 """
 
 from chatmem.testing._async.conformance import AsyncRepositoryConformance
+from chatmem.testing._async.scripted import AsyncScriptedChatModel, ScriptedReply
 from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_message, tool_turn
 from chatmem.testing._sync.conformance import RepositoryConformance
+from chatmem.testing._sync.scripted import ScriptedChatModel
+from chatmem.testing.openai_server import OpenAITestServer, ScriptedCompletion
 
 __all__ = [
     "HOSTILE_CONVERSATION_IDS",
     "AsyncRepositoryConformance",
+    "AsyncScriptedChatModel",
+    "OpenAITestServer",
     "RepositoryConformance",
+    "ScriptedChatModel",
+    "ScriptedCompletion",
+    "ScriptedReply",
     "every_kind_of_message",
     "tool_turn",
 ]

@@ -1,0 +1,17 @@
+"""The OpenAI chat model (``pip install "chatmem[openai]"``), sync and async.
+
+Importing ``chatmem`` does not import this package or ``openai``.
+
+Example:
+    ```python
+    from chatmem.openai import OpenAIChatModel
+
+    with OpenAIChatModel(model="gpt-4o-mini", base_url="http://127.0.0.1:11434/v1") as model:
+        ChatClient.create(model).prompt("Hello").call().content()
+    ```
+"""
+
+from chatmem.openai._async.model import AsyncOpenAIChatModel
+from chatmem.openai._sync.model import OpenAIChatModel
+
+__all__ = ["AsyncOpenAIChatModel", "OpenAIChatModel"]

@@ -1,0 +1,1 @@
+"""Async OpenAI chat model; the sync twin is generated into ``_sync``."""

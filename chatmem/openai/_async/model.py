@@ -1,0 +1,146 @@
+"""The OpenAI chat model, over the ``openai`` package's Chat Completions API."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import openai
+
+from chatmem.exceptions import ConfigurationError
+from chatmem.model import ChatOptions, ChatResponse, Prompt
+from chatmem.openai._payloads import StreamAssembler, from_completion, map_error, request_kwargs
+
+__all__ = ["AsyncOpenAIChatModel"]
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class AsyncOpenAIChatModel:
+    """A chat model served by OpenAI or any OpenAI-compatible server.
+
+    Azure OpenAI, Ollama, vLLM and llama.cpp serve the same API: point ``base_url`` at them.
+    Provider errors are raised as :class:`~chatmem.ChatModelHTTPError` (status code and
+    body), :class:`~chatmem.model.ChatModelTimeoutError` or
+    :class:`~chatmem.model.ChatModelConnectionError`.
+
+    Example:
+        ```python
+        async with AsyncOpenAIChatModel(model="gpt-4o-mini") as model:
+            client = AsyncChatClient.builder(model).build()
+            print(await client.prompt("Hello").call().content())
+        ```
+
+    Args:
+        model: The model name, used when a request's options name none.
+        api_key: The API key; ``OPENAI_API_KEY`` by default. With a ``base_url`` and no
+            key, a placeholder is sent (local servers ignore it).
+        base_url: The API root, such as ``http://127.0.0.1:11434/v1``.
+        timeout: Seconds to wait for an answer (per attempt), so a dead server fails fast.
+        max_retries: Retries on connection errors, 408, 409, 429 and 5xx (with backoff).
+        options: Default options for every request.
+        default_headers: Headers sent with every request.
+        client: An existing ``openai`` client to use (not closed by this model).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        options: ChatOptions | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        if not timeout or timeout <= 0:
+            raise ConfigurationError(f"timeout must be a positive number, got {timeout!r}")
+        self.options = ChatOptions(model=model).merge(options)
+        """Default options; a request's options win."""
+        self._owns_client = client is None
+        if client is None:
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if key is None and base_url is not None:
+                key = "unused"
+            if key is None:
+                raise ConfigurationError("no OpenAI API key: pass api_key= or set OPENAI_API_KEY")
+            client = openai.AsyncOpenAI(
+                api_key=key,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
+                default_headers=dict(default_headers) if default_headers else None,
+            )
+        self.client = client
+        """The ``openai`` client in use."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.options.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The API root requests go to."""
+        return str(self.client.base_url)
+
+    async def call(self, prompt: Prompt) -> ChatResponse:
+        """Send a prompt and return the whole answer.
+
+        Args:
+            prompt: The prompt.
+
+        Raises:
+            ChatModelError: If the provider fails (see the class docs for the subclasses).
+        """
+        kwargs = request_kwargs(prompt, self.options)
+        try:
+            completion = await self.client.chat.completions.create(**kwargs)
+        except Exception as exc:
+            mapped = map_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return from_completion(completion)
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+        """Send a prompt and yield the answer as it arrives.
+
+        Text comes in pieces; tool calls come whole, assembled from their deltas, in the
+        chunk with the finish reason; usage comes in a last chunk.
+
+        Args:
+            prompt: The prompt.
+
+        Raises:
+            ChatModelError: If the provider fails, before or during the stream.
+        """
+        kwargs: dict[str, Any] = request_kwargs(prompt, self.options)
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+        assembler = StreamAssembler()
+        try:
+            stream = await self.client.chat.completions.create(**kwargs)
+            async with stream:
+                async for chunk in stream:
+                    for piece in assembler.feed(chunk):
+                        yield piece
+        except Exception as exc:
+            mapped = map_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        for piece in assembler.finish():
+            yield piece
+
+    async def aclose(self) -> None:
+        """Close the HTTP client, if this model created it."""
+        if self._owns_client:
+            await self.client.close()
+
+    async def __aenter__(self) -> AsyncOpenAIChatModel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

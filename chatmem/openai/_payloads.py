@@ -1,0 +1,278 @@
+"""Conversion between chatmem messages and Chat Completions payloads, both ways. No I/O."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import openai
+
+from chatmem.exceptions import ChatModelError, ChatModelHTTPError, ChatModelResponseError
+from chatmem.messages import (
+    AssistantMessage,
+    Media,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+from chatmem.model import (
+    ChatModelConnectionError,
+    ChatModelTimeoutError,
+    ChatOptions,
+    ChatResponse,
+    Generation,
+    Prompt,
+    ToolDefinition,
+    Usage,
+)
+
+__all__ = [
+    "StreamAssembler",
+    "from_completion",
+    "map_error",
+    "request_kwargs",
+    "to_openai_messages",
+    "to_openai_tools",
+]
+
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+def _data_url(media: Media) -> str:
+    if media.url is not None:
+        return media.url
+    assert media.data is not None
+    return f"data:{media.mime_type};base64,{base64.b64encode(media.data).decode('ascii')}"
+
+
+def _media_part(media: Media) -> dict[str, Any]:
+    if media.mime_type.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": _data_url(media)}}
+    audio_format = _AUDIO_FORMATS.get(media.mime_type)
+    if audio_format is not None and media.data is not None:
+        data = base64.b64encode(media.data).decode("ascii")
+        return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
+    file: dict[str, Any] = {"file_data": _data_url(media)}
+    if media.name:
+        file["filename"] = media.name
+    return {"type": "file", "file": file}
+
+
+def _user(message: UserMessage) -> dict[str, Any]:
+    if not message.media:
+        return {"role": "user", "content": message.text}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    parts.extend(_media_part(m) for m in message.media)
+    return {"role": "user", "content": parts}
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any]:
+    payload: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if message.tool_calls:
+        payload["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    elif payload["content"] is None:
+        payload["content"] = ""
+    return payload
+
+
+def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Convert messages to the ``messages`` array (one tool message per tool response).
+
+    Args:
+        messages: The messages, oldest first.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            out.append({"role": "system", "content": message.text})
+        elif isinstance(message, UserMessage):
+            out.append(_user(message))
+        elif isinstance(message, AssistantMessage):
+            out.append(_assistant(message))
+        elif isinstance(message, ToolResponseMessage):
+            out.extend(
+                {"role": "tool", "tool_call_id": r.id, "content": r.response_data}
+                for r in message.responses
+            )
+    return out
+
+
+def to_openai_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    """Convert tool definitions to the ``tools`` array.
+
+    Args:
+        tools: The definitions.
+    """
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.parameters),
+            },
+        }
+        for t in tools
+    ]
+
+
+def _response_format(spec: Mapping[str, Any]) -> dict[str, Any]:
+    schema = {"name": spec.get("name", "response"), "schema": spec.get("schema", {})}
+    if "strict" in spec:
+        schema["strict"] = spec["strict"]
+    return {"type": "json_schema", "json_schema": schema}
+
+
+def request_kwargs(prompt: Prompt, defaults: ChatOptions) -> dict[str, Any]:
+    """Build the keyword arguments of ``chat.completions.create`` for a prompt.
+
+    Args:
+        prompt: The prompt.
+        defaults: The model's default options; the prompt's options win.
+    """
+    options = defaults.merge(prompt.options)
+    kwargs: dict[str, Any] = {
+        "model": options.model,
+        "messages": to_openai_messages(prompt.messages),
+    }
+    for name in ("temperature", "max_tokens", "top_p", "frequency_penalty", "presence_penalty"):
+        value = getattr(options, name)
+        if value is not None:
+            kwargs[name] = value
+    if options.stop is not None:
+        kwargs["stop"] = list(options.stop)
+    if options.seed is not None:
+        kwargs["seed"] = options.seed
+    if prompt.tools:
+        kwargs["tools"] = to_openai_tools(prompt.tools)
+        if options.tool_choice is not None:
+            kwargs["tool_choice"] = options.tool_choice
+        if options.parallel_tool_calls is not None:
+            kwargs["parallel_tool_calls"] = options.parallel_tool_calls
+    if options.response_format is not None:
+        kwargs["response_format"] = _response_format(options.response_format)
+    if options.extra:
+        kwargs["extra_body"] = dict(options.extra)
+    return kwargs
+
+
+def _usage(usage: Any) -> Usage | None:
+    if usage is None:
+        return None
+    return Usage(
+        int(usage.prompt_tokens or 0),
+        int(usage.completion_tokens or 0),
+        int(usage.total_tokens or 0),
+    )
+
+
+def from_completion(completion: Any) -> ChatResponse:
+    """Convert a ``ChatCompletion`` to a response.
+
+    Args:
+        completion: The SDK's completion object.
+
+    Raises:
+        ChatModelResponseError: If it has no choices.
+    """
+    if not completion.choices:
+        raise ChatModelResponseError("the provider returned no choices")
+    generations = []
+    for choice in completion.choices:
+        calls = [
+            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
+            for c in (choice.message.tool_calls or [])
+            if getattr(c, "function", None) is not None
+        ]
+        message = AssistantMessage(choice.message.content or "", tool_calls=calls)
+        generations.append(Generation(message, choice.finish_reason))
+    metadata = {"id": completion.id}
+    return ChatResponse(generations, _usage(completion.usage), completion.model, (), metadata)
+
+
+class StreamAssembler:
+    """Turns ``ChatCompletionChunk`` objects into chatmem stream chunks.
+
+    Text deltas pass through as they come. Tool-call deltas are assembled by index (the id
+    and name arrive first, the arguments in pieces) and emitted whole with the finish reason.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, str]] = {}
+        self._model: str | None = None
+
+    def feed(self, chunk: Any) -> list[ChatResponse]:
+        """Take one SDK chunk and return the chatmem chunks it completes.
+
+        Args:
+            chunk: A ``ChatCompletionChunk``.
+        """
+        self._model = chunk.model or self._model
+        out: list[ChatResponse] = []
+        for choice in chunk.choices[:1]:
+            delta = choice.delta
+            for call in delta.tool_calls or []:
+                slot = self._calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] = call.id or slot["id"]
+                if call.function is not None:
+                    slot["name"] = call.function.name or slot["name"]
+                    slot["arguments"] += call.function.arguments or ""
+            if delta.content:
+                message = AssistantMessage(delta.content)
+                out.append(ChatResponse([Generation(message)], model=self._model))
+            if choice.finish_reason is not None:
+                out.append(self._calls_chunk(choice.finish_reason))
+        if chunk.usage is not None:
+            out.append(ChatResponse((), _usage(chunk.usage), self._model))
+        return out
+
+    def _calls_chunk(self, finish_reason: str | None) -> ChatResponse:
+        calls = [
+            ToolCall(id=slot["id"], name=slot["name"], arguments=slot["arguments"])
+            for _, slot in sorted(self._calls.items())
+        ]
+        self._calls = {}
+        message = AssistantMessage("", tool_calls=calls)
+        return ChatResponse([Generation(message, finish_reason)], model=self._model)
+
+    def finish(self) -> list[ChatResponse]:
+        """Return tool calls still pending when a stream ended without a finish reason."""
+        return [self._calls_chunk(None)] if self._calls else []
+
+
+def map_error(exc: BaseException) -> ChatModelError | None:
+    """Map an ``openai`` (or its HTTP library's) error to chatmem's ``ChatModelError`` branch.
+
+    Args:
+        exc: The error.
+
+    Returns:
+        The chatmem error to raise (``from exc``), or ``None`` if ``exc`` is not a provider
+        or transport error.
+    """
+    if isinstance(exc, openai.APIStatusError):
+        return ChatModelHTTPError(
+            f"the provider answered {exc.status_code}: {exc.message}",
+            status_code=exc.status_code,
+            body=exc.body,
+        )
+    if isinstance(exc, openai.APITimeoutError):
+        return ChatModelTimeoutError(f"the provider did not answer in time: {exc}")
+    if isinstance(exc, openai.APIConnectionError):
+        return ChatModelConnectionError(f"cannot reach the provider: {exc}")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return ChatModelResponseError(f"the provider's answer is malformed: {exc}")
+    if isinstance(exc, openai.OpenAIError):
+        return ChatModelError(f"the provider failed: {exc}")
+    module = type(exc).__module__
+    if module.startswith("httpx") or module.startswith("httpcore"):
+        if "Timeout" in type(exc).__name__:
+            return ChatModelTimeoutError(f"the provider did not answer in time: {exc}")
+        return ChatModelConnectionError(f"the connection to the provider failed: {exc}")
+    return None
