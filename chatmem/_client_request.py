@@ -15,7 +15,25 @@ from chatmem.messages import Media, Message, SystemMessage, UserMessage
 from chatmem.model import ChatOptions, Prompt
 from chatmem.tools import Tool, as_tools, tool_registry
 
-__all__ = ["BuilderBase", "RequestSpecBase", "RequestState", "build_request", "entity_format"]
+__all__ = [
+    "BuilderBase",
+    "RequestSpecBase",
+    "RequestState",
+    "build_request",
+    "coroutine_tool_error",
+    "entity_format",
+]
+
+
+def coroutine_tool_error(name: str) -> ConfigurationError:
+    """The error for a coroutine-function tool given to the blocking client.
+
+    Args:
+        name: The tool's name.
+    """
+    return ConfigurationError(
+        f"tool {name!r} is an async function; use AsyncChatClient or make it a plain function"
+    )
 
 
 @dataclass(slots=True)

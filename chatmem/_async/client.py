@@ -16,6 +16,7 @@ from chatmem._client_request import (
     RequestSpecBase,
     RequestState,
     build_request,
+    coroutine_tool_error,
     entity_format,
 )
 from chatmem._concurrency import async_api
@@ -297,7 +298,7 @@ class AsyncChatClient:
         if not async_api:
             for t in request.tools.values():
                 if t.is_async:
-                    raise ConfigurationError(f"tool {t.name!r} is async; use AsyncChatClient")
+                    raise coroutine_tool_error(t.name)
         calls, streams = _split_advisors(advisors)
         return request, AsyncAdvisorChain(calls, streams, self._terminal)
 

@@ -14,6 +14,7 @@ from chatmem._client_request import (
     RequestSpecBase,
     RequestState,
     build_request,
+    coroutine_tool_error,
     entity_format,
 )
 from chatmem._concurrency import api
@@ -296,7 +297,7 @@ class ChatClient:
         if not api:
             for t in request.tools.values():
                 if t.is_async:
-                    raise ConfigurationError(f"tool {t.name!r} is sync; use ChatClient")
+                    raise coroutine_tool_error(t.name)
         calls, streams = _split_advisors(advisors)
         return request, AdvisorChain(calls, streams, self._terminal)
 
