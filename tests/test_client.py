@@ -205,9 +205,7 @@ def test_stream_failure_and_early_stop_store_nothing() -> None:
 async def test_async_stream_cancelled_stores_nothing() -> None:
     model = AsyncScriptedChatModel(["a b c d e f"], chunk_delay=0.05)
     memory = AsyncMessageWindowChatMemory()
-    client = AsyncChatClient.builder(model).default_advisors(
-        AsyncMessageChatMemoryAdvisor(memory)
-    )
+    client = AsyncChatClient.builder(model).default_advisors(AsyncMessageChatMemoryAdvisor(memory))
     built = client.build()
     started = asyncio.Event()
 
@@ -259,9 +257,7 @@ def test_concurrent_conversations_threads() -> None:
 async def test_concurrent_conversations_tasks() -> None:
     model = AsyncScriptedChatModel(respond=_echo, chunk_delay=0.001)
     memory = AsyncMessageWindowChatMemory(max_messages=100)
-    client = AsyncChatClient.builder(model).default_advisors(
-        AsyncMessageChatMemoryAdvisor(memory)
-    )
+    client = AsyncChatClient.builder(model).default_advisors(AsyncMessageChatMemoryAdvisor(memory))
     built = client.build()
 
     async def run(name: str) -> None:
@@ -328,7 +324,8 @@ def test_logger_advisor_logs_at_debug_with_redaction(caplog: pytest.LogCaptureFi
     caplog.set_level("DEBUG", logger="chatmem_advisors.logger")
     client.build().prompt("secret question").call().content()
     logged = " ".join(r.getMessage() for r in caplog.records)
-    assert "request" in logged and "response" in logged
+    assert "request" in logged
+    assert "response" in logged
     assert "secret" not in logged
     assert all(r.levelname == "DEBUG" for r in caplog.records)
 
@@ -339,7 +336,8 @@ async def test_async_logger_advisor_logs_content(caplog: pytest.LogCaptureFixtur
     caplog.set_level("DEBUG", logger="chatmem_advisors.logger")
     await client.prompt("the question").call().content()
     logged = " ".join(r.getMessage() for r in caplog.records)
-    assert "the question" in logged and "the answer" in logged
+    assert "the question" in logged
+    assert "the answer" in logged
 
 
 # -- the fluent API -----------------------------------------------------------------------------
@@ -356,7 +354,8 @@ def test_entity_requests_a_schema_and_parses_the_answer() -> None:
     person = client.prompt("who?").call().entity(Person)
     assert person == Person(name="James", age=40)
     response_format = model.prompts[0].options.response_format
-    assert response_format is not None and response_format["name"] == "Person"
+    assert response_format is not None
+    assert response_format["name"] == "Person"
     with pytest.raises(ChatModelResponseError):
         client.prompt("who?").call().entity(Person)
 
@@ -387,7 +386,8 @@ def test_defaults_options_messages_and_user_override() -> None:
         0.0,
         5,
     )
-    assert response.usage is not None and response.text == "a"
+    assert response.usage is not None
+    assert response.text == "a"
 
 
 def test_bad_arguments_are_configuration_errors() -> None:

@@ -68,7 +68,8 @@ def test_schema_from_hints_and_docstring() -> None:
     assert props["unit"]["enum"] == ["C", "F"]  # type: ignore[index, call-overload]
     assert weather.parameters["required"] == ["city"]
     assert weather("Paris") == "22 C in Paris for 1 day(s)"
-    assert ship_parcel.name == "ship" and ship_parcel.description == "Ship a parcel."
+    assert ship_parcel.name == "ship"
+    assert ship_parcel.description == "Ship a parcel."
     assert "$defs" in ship_parcel.parameters
     assert ship_parcel.parse_arguments('{"address": {"city": "Rome"}, "weight": 2}') == {
         "address": Address(city="Rome"),
@@ -181,4 +182,5 @@ async def test_async_client_runs_async_tools_and_offloads_sync_ones() -> None:
     results = response.exchange[1]
     assert isinstance(results, ToolResponseMessage)
     assert [r.response_data for r in results.responses] == ["A", "bb"]
-    assert seen_threads and seen_threads[0] != threading.get_ident()
+    assert seen_threads
+    assert seen_threads[0] != threading.get_ident()
