@@ -1,0 +1,315 @@
+"""The Neo4j vector store over the driver's async API (Neo4j 5 vector index)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, LiteralString
+
+from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
+from neo4j.exceptions import ClientError
+
+from chatmem._async.embedding import AsyncEmbeddingModel
+from chatmem._async.vector_store import async_embed_documents, async_embed_query
+from chatmem._concurrency import AsyncLock, async_api
+from chatmem._flavor import check_flavor
+from chatmem._vector_types import (
+    VectorDocument,
+    VectorFilter,
+    as_filter,
+    check_identifier,
+    check_search,
+    check_vector,
+)
+from chatmem.exceptions import ConfigurationError
+from chatmem_repositories.neo4j._config import driver_settings
+from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
+from chatmem_repositories.neo4j._vector_cypher import (
+    VectorStatements,
+    document_rows,
+    documents_from_rows,
+)
+
+__all__ = ["AsyncNeo4jVectorStore"]
+
+Where = VectorFilter | Mapping[str, str] | None
+Rows = list[list[Any]]
+
+_WRITE_BATCH = 1000
+_DELETE_BATCH = 5000
+
+
+async def _run(tx: AsyncManagedTransaction, query: LiteralString, params: dict[str, Any]) -> Rows:
+    result = await tx.run(query, params)
+    return [list(record.values()) async for record in result]
+
+
+class AsyncNeo4jVectorStore:
+    """Stores documents as nodes with an embedding property and a Neo4j 5 vector index.
+
+    Unfiltered searches use ``db.index.vector.queryNodes``. Filtered searches (one
+    conversation's memories) find the matching nodes through a range index on the first
+    indexed key and score them exactly, so a conversation always gets its own top k.
+
+    Example:
+        ```python
+        store = AsyncNeo4jVectorStore.from_url("bolt://localhost:7687", embedding_model)
+        await store.add([VectorDocument(text="I live in Paris", metadata={"owner": "ann"})])
+        await store.similarity_search("Where do I live?", where={"owner": "ann"})
+        await store.aclose()
+        ```
+
+    Args:
+        driver: A driver to use. The store does not close it.
+        embedding_model: Embeds documents and queries.
+        database: Database name; ``None`` uses the server's home database.
+        label: Node label of the documents.
+        index_name: Vector index name; ``<label>_embedding`` by default.
+        dimensions: Vector length; asked of the embedding model when ``None``.
+        indexed_keys: Metadata keys that get a range index; filter on them first.
+        create_schema: Create the constraint and indexes on first use.
+
+    Raises:
+        ConfigurationError: If a name is not an ASCII identifier or the model is of the
+            other flavor.
+    """
+
+    def __init__(
+        self,
+        driver: AsyncDriver,
+        embedding_model: AsyncEmbeddingModel,
+        *,
+        database: str | None = None,
+        label: str = "VectorDocument",
+        index_name: str | None = None,
+        dimensions: int | None = None,
+        indexed_keys: Sequence[str] = ("conversation_id", "owner"),
+        create_schema: bool = True,
+    ) -> None:
+        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        self._statements = VectorStatements.create(label, index_name)
+        self._indexed_keys = [check_identifier(k, "an indexed key") for k in indexed_keys]
+        self.embedding_model = embedding_model
+        """The model that embeds documents and queries."""
+        self._driver = driver
+        self._database = database
+        self._dimensions = dimensions
+        self._schema_ready = not create_schema
+        self._schema_lock = AsyncLock()
+        self._owns_driver = False
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        embedding_model: AsyncEmbeddingModel,
+        *,
+        label: str = "VectorDocument",
+        index_name: str | None = None,
+        dimensions: int | None = None,
+        indexed_keys: Sequence[str] = ("conversation_id", "owner"),
+        create_schema: bool = True,
+    ) -> AsyncNeo4jVectorStore:
+        """Create a store that owns a new driver.
+
+        Args:
+            url: ``neo4j://`` or ``bolt://`` URL with optional ``user:password@``,
+                ``/database`` and the Neo4j repository's query options.
+            embedding_model: Embeds documents and queries.
+            label: Node label of the documents.
+            index_name: Vector index name; ``<label>_embedding`` by default.
+            dimensions: Vector length; asked of the embedding model when ``None``.
+            indexed_keys: Metadata keys that get a range index.
+            create_schema: Create the constraint and indexes on first use.
+
+        Raises:
+            ConfigurationError: For a bad URL, name or option.
+        """
+        settings = driver_settings(url, {})
+        # Check every name before the driver exists, so a bad one leaks nothing.
+        VectorStatements.create(label, index_name)
+        for key in indexed_keys:
+            check_identifier(key, "an indexed key")
+        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        driver = AsyncGraphDatabase.driver(settings.uri, auth=settings.auth, **settings.config)
+        store = cls(
+            driver,
+            embedding_model,
+            database=settings.options.database,
+            label=label,
+            index_name=index_name,
+            dimensions=dimensions,
+            indexed_keys=indexed_keys,
+            create_schema=create_schema,
+        )
+        store._owns_driver = True
+        return store
+
+    def __repr__(self) -> str:
+        s = self._statements
+        return f"{type(self).__name__}(label={s.label!r}, index_name={s.index_name!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _session_config(self) -> dict[str, Any]:
+        return {
+            "database": self._database,
+            "notifications_min_severity": "OFF",
+            "bookmark_manager": self._driver.execute_query_bookmark_manager,
+        }
+
+    async def _ensure_schema(self) -> None:
+        if self._schema_ready and self._dimensions is not None:
+            return
+        async with self._schema_lock:
+            if self._dimensions is None:
+                self._dimensions = await self.embedding_model.dimensions()
+            if self._schema_ready:
+                return
+            try:
+                await self._create_schema(self._dimensions)
+            except DRIVER_ERRORS as exc:
+                raise translate_error(exc, "vector schema creation") from exc
+            self._schema_ready = True
+
+    async def _create_schema(self, dimensions: int) -> None:
+        statements = self._statements
+        async with self._driver.session(**self._session_config()) as session:
+            for statement in statements.schema(dimensions, self._indexed_keys):
+                try:
+                    await (await session.run(statement)).consume()
+                except ClientError as exc:
+                    # Another process created the same rule a moment earlier.
+                    if "AlreadyExists" not in (exc.code or ""):
+                        raise
+            await (await session.run("CALL db.awaitIndexes(60)")).consume()
+            result = await session.run(statements.index_dimensions, name=statements.index_name)
+            record = await result.single()
+        existing = record["dimensions"] if record else None
+        if existing is not None and int(existing) != dimensions:
+            raise ConfigurationError(
+                f"vector index {statements.index_name!r} has {existing} dimensions but the "
+                f"embedding model makes {dimensions}; use another label or index_name"
+            )
+
+    async def _execute(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
+        await self._ensure_schema()
+        try:
+            async with self._driver.session(**self._session_config()) as session:
+                return await session.execute_write(_run, query, params)
+        except DRIVER_ERRORS as exc:
+            raise translate_error(exc, action) from exc
+
+    async def _query(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
+        await self._ensure_schema()
+        try:
+            async with self._driver.session(**self._session_config()) as session:
+                return await session.execute_read(_run, query, params)
+        except DRIVER_ERRORS as exc:
+            raise translate_error(exc, action) from exc
+
+    # -- the VectorStore API ----------------------------------------------------------------
+
+    async def add(self, documents: Sequence[VectorDocument]) -> list[str]:
+        """Embed (where needed) and store documents; a stored id is replaced.
+
+        Large batches are written in transactions of 1,000 documents.
+
+        Args:
+            documents: The documents.
+        """
+        documents = list(documents)
+        if not documents:
+            return []
+        await self._ensure_schema()
+        vectors = await async_embed_documents(self.embedding_model, documents, self._dimensions)
+        rows = document_rows(documents, vectors)
+        for start in range(0, len(rows), _WRITE_BATCH):
+            batch = rows[start : start + _WRITE_BATCH]
+            await self._execute("vector add", self._statements.upsert, {"rows": batch})
+        return [d.id for d in documents]
+
+    async def similarity_search(
+        self,
+        query: str,
+        *,
+        top_k: int = 4,
+        score_threshold: float = 0.0,
+        where: Where = None,
+    ) -> list[VectorDocument]:
+        """Return the documents most similar to ``query``, best first, with their scores.
+
+        Args:
+            query: The text.
+            top_k: How many documents at most.
+            score_threshold: Lowest score returned.
+            where: Only documents whose metadata matches.
+        """
+        check_search(top_k, score_threshold)
+        condition = as_filter(where)
+        await self._ensure_schema()
+        vector = await async_embed_query(self.embedding_model, query, self._dimensions)
+        return await self.similarity_search_by_vector(
+            vector, top_k=top_k, score_threshold=score_threshold, where=condition
+        )
+
+    async def similarity_search_by_vector(
+        self,
+        vector: Sequence[float],
+        *,
+        top_k: int = 4,
+        score_threshold: float = 0.0,
+        where: Where = None,
+    ) -> list[VectorDocument]:
+        """Like :meth:`similarity_search` with an embedding instead of a text.
+
+        Args:
+            vector: The query embedding.
+            top_k: How many documents at most.
+            score_threshold: Lowest score returned.
+            where: Only documents whose metadata matches.
+        """
+        check_search(top_k, score_threshold)
+        condition = as_filter(where)
+        await self._ensure_schema()
+        checked = check_vector(vector, self._dimensions)
+        statement, params = self._statements.search(condition)
+        params.update(vector=checked, k=top_k, threshold=float(score_threshold))
+        rows = await self._query("vector search", statement, params)
+        return documents_from_rows(rows)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Delete documents by id; unknown ids are not an error.
+
+        Args:
+            ids: The ids.
+        """
+        ids = list(ids)
+        if ids:
+            await self._execute("vector delete", self._statements.delete_ids, {"ids": ids})
+
+    async def delete_where(self, where: Where) -> int:
+        """Delete every document whose metadata matches a non-empty filter.
+
+        Args:
+            where: The filter.
+
+        Raises:
+            ConfigurationError: If the filter is empty.
+        """
+        condition = as_filter(where)
+        if not condition:
+            raise ConfigurationError("delete_where needs a non-empty filter")
+        statement, params = self._statements.delete_where(condition)
+        params["batch"] = _DELETE_BATCH
+        total = 0
+        while True:
+            rows = await self._execute("vector delete", statement, params)
+            deleted = int(rows[0][0]) if rows else 0
+            total += deleted
+            if deleted < _DELETE_BATCH:
+                return total
+
+    async def aclose(self) -> None:
+        """Close the driver if the store created it (:meth:`from_url`)."""
+        if self._owns_driver:
+            await self._driver.close()
