@@ -41,6 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "scripts" / "servers" / "redis"
 PREFIX = f"chatmem-backend-{uuid.uuid4().hex[:8]}"
 LAYOUT = KeyLayout(PREFIX)
+PIDFILE = (
+    Path(os.environ.get("CHATMEM_SERVERS_RUN", "/tmp/chatmem-servers")) / "redis" / "redis.pid"
+)
 
 
 @pytest.fixture(scope="module")
@@ -279,6 +282,8 @@ def _server(action: str) -> None:
 
 @pytest.fixture
 def restart_after(redis_url: str) -> Iterator[None]:
+    if not PIDFILE.exists():
+        pytest.skip("redis was not started by scripts/servers/redis/start.sh; cannot stop it")
     try:
         yield
     finally:
@@ -346,12 +351,10 @@ async def test_async_server_stopped_raises_connection_error(
 
 
 def test_frozen_server_raises_timeout_not_hang(redis_url: str, repository: Any) -> None:
-    pidfile = (
-        Path(os.environ.get("CHATMEM_SERVERS_RUN", "/tmp/chatmem-servers")) / "redis" / "redis.pid"
-    )
-    if not pidfile.exists():
+    pid = int(PIDFILE.read_text()) if PIDFILE.exists() else 0
+    comm = Path(f"/proc/{pid}/comm")
+    if not pid or not comm.exists() or "redis-server" not in comm.read_text():
         pytest.skip("redis was not started by scripts/servers/redis/start.sh")
-    pid = int(pidfile.read_text())
     with RedisChatMemoryRepository.from_url(
         redis_url, key_prefix=PREFIX, socket_timeout=0.5, retries=1
     ) as repo:
