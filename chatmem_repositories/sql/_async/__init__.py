@@ -1,0 +1,1 @@
+"""Async SQL repository (source of the generated sync twin)."""

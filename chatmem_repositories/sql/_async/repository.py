@@ -1,0 +1,447 @@
+"""The SQL repository on SQLAlchemy Core: SQLite, PostgreSQL, MySQL/MariaDB and more."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypeVar
+
+from sqlalchemy import exc as sa_exc
+
+from chatmem._concurrency import AsyncLock, async_api
+from chatmem._records import ConversationPage, Position, StoredMessage
+from chatmem._repository_support import check_limit, normalize_ttl
+from chatmem.conversation_ids import validate_conversation_id
+from chatmem.exceptions import ConfigurationError
+from chatmem.messages import Message, MessageType
+from chatmem_repositories._options import parse_options, split_query
+from chatmem_repositories.sql._drivers import (
+    AsyncConnection,
+    AsyncEngine,
+    async_create_all,
+    async_create_engine,
+    engine_arguments,
+    prepare_owned_engine,
+)
+from chatmem_repositories.sql._errors import is_retryable, map_error
+from chatmem_repositories.sql._options import SqlOptions
+from chatmem_repositories.sql._schema import build_tables, schema_ddl
+from chatmem_repositories.sql._statements import (
+    INSERT_CHUNK,
+    Batch,
+    Statements,
+    as_position,
+    to_stored,
+)
+
+__all__ = ["AsyncSqlChatMemoryRepository"]
+
+T = TypeVar("T")
+
+_ATTEMPTS = 5  # a transaction that hit a deadlock or serialization failure runs again
+_PURGE_BATCH = 500
+_ERRORS = (sa_exc.SQLAlchemyError, OSError)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _chunks(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    return [rows[i : i + INSERT_CHUNK] for i in range(0, len(rows), INSERT_CHUNK)]
+
+
+class AsyncSqlChatMemoryRepository:
+    """Stores conversations in two SQL tables through SQLAlchemy Core.
+
+    Appends take a row lock on the conversation to reserve positions, so concurrent writers
+    never lose or duplicate a message; reads fetch only the window, through an index.
+
+    Example:
+        ```python
+        repository = AsyncSqlChatMemoryRepository.from_url("sqlite:///chat.db", ttl=3600)
+        async with repository:
+            await repository.append("007", [UserMessage("My name is James Bond")])
+            recent = await repository.find_recent("007", limit=20)
+        ```
+
+    Args:
+        engine: The engine to use. The repository does not dispose an engine it is handed;
+            one made by :meth:`from_url` is disposed by :meth:`aclose`.
+        ttl: Expire a conversation this long after its last write (seconds or a timedelta).
+        table_prefix: Prefix of the table names.
+        initialize_schema: ``"embedded"`` creates missing tables on SQLite only (the
+            default), ``"always"`` on any database, ``"never"`` leaves it to you (see
+            :meth:`schema_ddl`).
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        ttl: timedelta | float | None = None,
+        table_prefix: str = "chatmem_",
+        initialize_schema: Literal["embedded", "always", "never"] = "embedded",
+    ) -> None:
+        options = SqlOptions(table_prefix=table_prefix, initialize_schema=initialize_schema)
+        self._engine = engine
+        # Reads are single statements: autocommit spares the BEGIN/COMMIT round trips.
+        self._read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._owns_engine = False
+        self._ttl = normalize_ttl(ttl)
+        self._backend = engine.dialect.name
+        self._tables = build_tables(options.table_prefix, self._backend)
+        self._sql = Statements(self._tables, self._backend)
+        self._create_schema = options.initialize_schema == "always" or (
+            options.initialize_schema == "embedded" and self._backend == "sqlite"
+        )
+        self._ready = not self._create_schema
+        self._schema_lock = AsyncLock()
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> AsyncSqlChatMemoryRepository:
+        """Create a repository that owns a new engine for ``url``.
+
+        URL query parameters named like an option below are taken as options; the others
+        go to the driver. ``postgresql://`` uses psycopg, ``mysql://`` and ``mariadb://``
+        use pymysql (aiomysql when async), ``sqlite://`` uses aiosqlite when async.
+
+        Args:
+            url: A SQLAlchemy URL, such as ``sqlite:///chat.db`` or
+                ``postgresql://user:password@host/db``.
+            **options: ``ttl``, ``table_prefix``, ``initialize_schema``, ``connect_timeout``,
+                ``pool_size``, ``max_overflow`` (see :class:`SqlOptions`).
+
+        Raises:
+            ConfigurationError: For an unknown option, a bad value or a missing driver.
+        """
+        _, query = split_query(url)
+        ours = {k: v for k, v in query.items() if k in SqlOptions.model_fields}
+        parsed = parse_options(SqlOptions, ours, options, backend="sql")
+        sa_url, kwargs = engine_arguments(
+            url,
+            drop=list(ours),
+            is_async=async_api,
+            connect_timeout=parsed.connect_timeout,
+            pool_size=parsed.pool_size,
+            max_overflow=parsed.max_overflow,
+        )
+        try:
+            engine = async_create_engine(sa_url, **kwargs)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"the SQL repository needs the driver {exc.name!r} for "
+                f"{sa_url.drivername!r}: pip install the matching chatmem extra, such as "
+                f'"chatmem[postgresql]", "chatmem[mysql]" or "chatmem[sqlite]"'
+            ) from exc
+        prepare_owned_engine(engine)
+        repository = cls(
+            engine,
+            ttl=parsed.ttl,
+            table_prefix=parsed.table_prefix,
+            initialize_schema=parsed.initialize_schema,
+        )
+        repository._owns_engine = True
+        return repository
+
+    @staticmethod
+    def schema_ddl(dialect_name: str, table_prefix: str = "chatmem_") -> str:
+        """Return the DDL that creates this repository's tables on a dialect.
+
+        Args:
+            dialect_name: Such as ``"postgresql"``, ``"mysql"``, ``"mssql"``, ``"oracle"``.
+            table_prefix: The configured table-name prefix.
+        """
+        return schema_ddl(dialect_name, table_prefix)
+
+    def __repr__(self) -> str:
+        url = self._engine.url.render_as_string(hide_password=True)
+        return f"{type(self).__name__}(url={url!r}, table_prefix={self._tables_prefix()!r})"
+
+    def _tables_prefix(self) -> str:
+        return self._tables.conversations.name.removesuffix("conversations")
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _ensure_schema(self) -> None:
+        if self._ready:
+            return
+        async with self._schema_lock:
+            if self._ready:
+                return
+            try:
+                async with self._engine.begin() as connection:
+                    await async_create_all(connection, self._tables.metadata)
+            except _ERRORS as exc:
+                raise map_error(exc, self._backend) from exc
+            self._ready = True
+
+    async def _fetch(self, statement: Any) -> list[Any]:
+        await self._ensure_schema()
+        try:
+            async with self._read_engine.connect() as connection:
+                result = await connection.execute(statement)
+                return list(result.all())
+        except _ERRORS as exc:
+            raise map_error(exc, self._backend) from exc
+
+    async def _write(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        await self._ensure_schema()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._engine.begin() as connection:
+                    return await work(connection)
+            except _ERRORS as exc:
+                if attempt < _ATTEMPTS and is_retryable(exc):
+                    continue
+                raise map_error(exc, self._backend) from exc
+
+    def _expiry(self, now: datetime) -> datetime | None:
+        return None if self._ttl is None else now + self._ttl
+
+    async def _reserve(
+        self,
+        connection: AsyncConnection,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        *,
+        replace: bool = False,
+    ) -> int:
+        """Lock (or create) the conversation row, reserve positions, return the first."""
+        sql, expires_at = self._sql, self._expiry(now)
+        if sql.reservation == "returning":
+            statement = sql.reserve(conversation_id, batch, now, expires_at, replace=replace)
+            row = (await connection.execute(statement)).one()
+        else:
+            if sql.reservation == "mysql":
+                statement = sql.reserve(conversation_id, batch, now, expires_at, replace=replace)
+                await connection.execute(statement)
+            else:
+                await self._reserve_generic(connection, conversation_id, batch, now, replace)
+            row = (await connection.execute(sql.counter(conversation_id))).one()
+        start = int(row[0]) - len(batch.messages)
+        if int(row[1]) == start:
+            # This write revived an expired conversation: its old messages go.
+            await connection.execute(sql.delete_messages(conversation_id, before=start))
+        return start
+
+    async def _reserve_generic(
+        self,
+        connection: AsyncConnection,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        replace: bool,
+    ) -> None:
+        sql, expires_at = self._sql, self._expiry(now)
+        bump = sql.bump(conversation_id, batch, now, expires_at, replace=replace)
+        if (await connection.execute(bump)).rowcount:
+            return
+        try:
+            async with connection.begin_nested():
+                await connection.execute(sql.create(conversation_id, batch, now, expires_at))
+        except sa_exc.IntegrityError:
+            await connection.execute(bump)  # another writer created it first
+
+    async def _insert(
+        self, connection: AsyncConnection, conversation_id: str, rows: list[dict[str, Any]]
+    ) -> set[int]:
+        """Insert rows whose message id is not stored yet; return the positions stored."""
+        sql = self._sql
+        stored: set[int] = set()
+        if sql.skip_conflicts:
+            for chunk in _chunks(rows):
+                result = await connection.execute(sql.insert_messages(chunk, skip_conflicts=True))
+                stored.update(int(r[0]) for r in result.all())
+            return stored
+        # We hold the conversation's row lock, so no other writer can add these ids meanwhile.
+        existing: set[str] = set()
+        for chunk in _chunks(rows):
+            ids = [r["message_id"] for r in chunk]
+            result = await connection.execute(sql.existing_ids(conversation_id, ids))
+            existing.update(r[0] for r in result.all())
+        fresh = [r for r in rows if r["message_id"] not in existing]
+        for chunk in _chunks(fresh):
+            await connection.execute(sql.insert_messages(chunk, skip_conflicts=False))
+        return {r["position"] for r in fresh}
+
+    # -- Spring AI's four methods -------------------------------------------------------------
+
+    async def find_conversation_ids(self) -> list[str]:
+        """Return the ids of all live conversations."""
+        return [row[0] for row in await self._fetch(self._sql.conversation_ids(_now()))]
+
+    async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
+        """Return a conversation's whole history in order, or ``[]``."""
+        validate_conversation_id(conversation_id)
+        rows = await self._fetch(self._sql.everything(conversation_id, _now()))
+        return [to_stored(row, conversation_id).message for row in rows]
+
+    async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Replace a conversation's messages in one transaction; positions keep increasing."""
+        validate_conversation_id(conversation_id)
+        batch = Batch(messages)
+        if not batch.messages:
+            await self.delete_by_conversation_id(conversation_id)
+            return
+        now = _now()
+
+        async def work(connection: AsyncConnection) -> None:
+            start = await self._reserve(connection, conversation_id, batch, now, replace=True)
+            await connection.execute(self._sql.delete_messages(conversation_id))
+            for chunk in _chunks(batch.rows(conversation_id, start)):
+                await connection.execute(self._sql.insert_messages(chunk, skip_conflicts=False))
+
+        await self._write(work)
+
+    async def delete_by_conversation_id(self, conversation_id: str) -> None:
+        """Delete a conversation and its messages; unknown ids are ignored."""
+        validate_conversation_id(conversation_id)
+
+        async def work(connection: AsyncConnection) -> None:
+            # The conversation row first: the same lock order as appends, so no deadlock.
+            await connection.execute(self._sql.delete_conversation(conversation_id))
+            await connection.execute(self._sql.delete_messages(conversation_id))
+
+        await self._write(work)
+
+    # -- log capabilities -----------------------------------------------------------------------
+
+    async def append(
+        self, conversation_id: str, messages: Sequence[Message]
+    ) -> list[StoredMessage]:
+        """Append messages in one transaction; ids already stored are skipped."""
+        validate_conversation_id(conversation_id)
+        batch = Batch(messages)
+        if not batch.messages:
+            return []
+        now = _now()
+
+        async def work(connection: AsyncConnection) -> list[StoredMessage]:
+            start = await self._reserve(connection, conversation_id, batch, now)
+            stored = await self._insert(
+                connection, conversation_id, batch.rows(conversation_id, start)
+            )
+            offset = batch.system_offset
+            if offset is not None and start + offset not in stored:
+                # The reserved system position went to a duplicate: point at the real one.
+                await connection.execute(self._sql.fix_system(conversation_id))
+            return [
+                StoredMessage(start + i, message)
+                for i, message in enumerate(batch.messages)
+                if start + i in stored
+            ]
+
+        return await self._write(work)
+
+    async def find_recent(
+        self, conversation_id: str, limit: int, *, before: Position | None = None
+    ) -> list[StoredMessage]:
+        """Return the newest ``limit`` non-system messages, oldest first (one statement)."""
+        check_limit(limit)
+        validate_conversation_id(conversation_id)
+        end = None if before is None else as_position(before)
+        if limit == 0:
+            return []
+        rows = await self._fetch(self._sql.window(conversation_id, limit, end, _now()))
+        return [to_stored(row, conversation_id) for row in reversed(rows)]
+
+    async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
+        """Return the current system message through the conversation's reference."""
+        validate_conversation_id(conversation_id)
+        rows = await self._fetch(self._sql.system(conversation_id, _now()))
+        return to_stored(rows[0], conversation_id) if rows else None
+
+    async def find_latest(
+        self, conversation_id: str, message_type: MessageType
+    ) -> StoredMessage | None:
+        """Return the newest message of one type, or ``None``."""
+        validate_conversation_id(conversation_id)
+        if message_type == MessageType.SYSTEM:
+            return await self.find_system_message(conversation_id)
+        rows = await self._fetch(self._sql.latest(conversation_id, message_type, _now()))
+        return to_stored(rows[0], conversation_id) if rows else None
+
+    async def list_conversations(
+        self, *, owner: str | None = None, limit: int = 100, cursor: str | None = None
+    ) -> ConversationPage:
+        """Return a page of live conversation ids in id order, optionally of one owner."""
+        check_limit(limit)
+        statement = self._sql.page(_now(), owner=owner, cursor=cursor, limit=limit)
+        ids = [row[0] for row in await self._fetch(statement)]
+        page = ids[:limit]
+        return ConversationPage(page, page[-1] if len(ids) > limit and page else None)
+
+    async def find_history(
+        self,
+        conversation_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        types: Collection[MessageType] | None = None,
+        text: str | None = None,
+        after: Position | None = None,
+        limit: int = 100,
+    ) -> list[StoredMessage]:
+        """Return a page of history matching every given filter, oldest first."""
+        check_limit(limit)
+        validate_conversation_id(conversation_id)
+        statement = self._sql.history(
+            conversation_id,
+            _now(),
+            since=since,
+            until=until,
+            types=types,
+            text=text,
+            after=None if after is None else as_position(after),
+            limit=limit,
+        )
+        return [to_stored(row, conversation_id) for row in await self._fetch(statement)]
+
+    async def delete_before(self, conversation_id: str, position: Position) -> int:
+        """Delete non-system messages positioned before ``position``; return how many."""
+        validate_conversation_id(conversation_id)
+        end = as_position(position)
+        now = _now()
+
+        async def work(connection: AsyncConnection) -> int:
+            row = (await connection.execute(self._sql.lock(conversation_id))).first()
+            if row is None or (row[0] is not None and row[0] <= now):
+                return 0
+            result = await connection.execute(self._sql.delete_chat_before(conversation_id, end))
+            return int(result.rowcount)
+
+        return await self._write(work)
+
+    async def purge_expired(self) -> int:
+        """Delete expired conversations in batches; return how many were deleted."""
+        now = _now()
+
+        async def work(connection: AsyncConnection) -> tuple[int, int]:
+            ids = [r[0] for r in (await connection.execute(self._sql.expired(now, _PURGE_BATCH)))]
+            if not ids:
+                return 0, 0
+            await connection.execute(self._sql.purge_messages(ids, now))
+            result = await connection.execute(self._sql.purge_conversations(ids, now))
+            return len(ids), int(result.rowcount)
+
+        total = 0
+        while True:
+            seen, deleted = await self._write(work)
+            total += deleted
+            if seen < _PURGE_BATCH:
+                return total
+
+    async def aclose(self) -> None:
+        """Dispose of the engine if this repository created it."""
+        if self._owns_engine:
+            await self._engine.dispose()
+
+    async def __aenter__(self) -> AsyncSqlChatMemoryRepository:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

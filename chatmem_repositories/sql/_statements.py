@@ -1,0 +1,417 @@
+"""The SQL statements of the repository, as SQLAlchemy Core constructs (no I/O).
+
+Every value is a bound parameter; table names come only from the validated prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import (
+    ColumnElement,
+    Delete,
+    Insert,
+    Select,
+    Update,
+    and_,
+    case,
+    delete,
+    false,
+    func,
+    insert,
+    null,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+
+from chatmem._records import Position, StoredMessage
+from chatmem._repository_support import escape_like
+from chatmem.conversation_ids import owner_of
+from chatmem.exceptions import ConfigurationError
+from chatmem.messages import (
+    Message,
+    MessageType,
+    SystemMessage,
+    decode_message,
+    encode_message,
+    searchable_text,
+)
+from chatmem_repositories.sql._schema import MAX_MESSAGE_ID_LENGTH, Tables
+
+__all__ = ["Batch", "Statements", "as_position", "to_stored"]
+
+_LIKE_ESCAPE = "/"
+# Rows per INSERT: well under every dialect's bound-parameter limit (SQLite: 32766).
+INSERT_CHUNK = 500
+
+ReservationMode = Literal["returning", "mysql", "generic"]
+
+
+def as_position(value: Position) -> int:
+    """Return a position this backend handed out as an int, or raise ConfigurationError."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    raise ConfigurationError(f"not a position of the SQL repository: {value!r}")
+
+
+def to_stored(row: Sequence[Any], conversation_id: str) -> StoredMessage:
+    """Decode a ``(position, body)`` row; a corrupt body raises MessageDecodeError."""
+    return StoredMessage(int(row[0]), decode_message(row[1], conversation_id=conversation_id))
+
+
+class Batch:
+    """Messages to store in one transaction: de-duplicated by id, first occurrence wins."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        seen: set[str] = set()
+        self.messages: list[Message] = []
+        for message in messages:
+            if len(message.id) > MAX_MESSAGE_ID_LENGTH:
+                raise ConfigurationError(
+                    f"message id is {len(message.id)} characters long; "
+                    f"the SQL repository stores at most {MAX_MESSAGE_ID_LENGTH}"
+                )
+            if message.id not in seen:
+                seen.add(message.id)
+                self.messages.append(message)
+        last_system = None
+        for index, message in enumerate(self.messages):
+            if isinstance(message, SystemMessage):
+                last_system = index
+        self.system_offset: int | None = last_system
+        """Index of the last system message, whose position becomes the current one."""
+
+    def rows(self, conversation_id: str, start: int) -> list[dict[str, Any]]:
+        """Return one insert row per message, positions ``start``, ``start + 1``, ..."""
+        return [
+            {
+                "conversation_id": conversation_id,
+                "position": start + i,
+                "message_id": message.id,
+                "type": str(message.type),
+                "is_system": isinstance(message, SystemMessage),
+                "created_at": message.created_at,
+                "search_text": searchable_text(message).casefold(),
+                "body": encode_message(message),
+            }
+            for i, message in enumerate(self.messages)
+        ]
+
+
+class Statements:
+    """Builds every statement for one set of tables and one dialect."""
+
+    def __init__(self, tables: Tables, dialect_name: str) -> None:
+        self.conversations = tables.conversations
+        self.messages = tables.messages
+        self.dialect_name = dialect_name
+        self.reservation: ReservationMode = (
+            "returning"
+            if dialect_name in ("postgresql", "sqlite")
+            else "mysql"
+            if dialect_name in ("mysql", "mariadb")
+            else "generic"
+        )
+        self.skip_conflicts = dialect_name in ("postgresql", "sqlite")
+        """Whether one INSERT can skip ids already stored and return what it stored."""
+
+    # -- conditions --------------------------------------------------------------------------
+
+    def live(self, now: datetime) -> ColumnElement[bool]:
+        """The conversation row has not expired."""
+        c = self.conversations.c
+        return or_(c.expires_at.is_(None), c.expires_at > now)
+
+    def _expired(self, now: datetime) -> ColumnElement[bool]:
+        c = self.conversations.c
+        return and_(c.expires_at.is_not(None), c.expires_at <= now)
+
+    # -- appends -------------------------------------------------------------------------------
+
+    def _new_row(
+        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+    ) -> dict[str, Any]:
+        n, offset = len(batch.messages), batch.system_offset
+        return {
+            "conversation_id": conversation_id,
+            "owner": owner_of(conversation_id),
+            "next_position": 1 + n,
+            "first_position": 0,
+            "system_position": None if offset is None else 1 + offset,
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": expires_at,
+        }
+
+    def _bump(
+        self, batch: Batch, now: datetime, expires_at: datetime | None, *, replace: bool
+    ) -> list[tuple[Any, Any]]:
+        # Ordered: MySQL evaluates ON DUPLICATE KEY UPDATE assignments left to right with the
+        # new values, so everything that reads next_position/expires_at comes first.
+        c = self.conversations.c
+        expired = self._expired(now)
+        offset = batch.system_offset
+        system: Any
+        if offset is not None:
+            system = c.next_position + offset
+        elif replace:
+            system = null()
+        else:
+            system = case((expired, null()), else_=c.system_position)
+        return [
+            (c.first_position, case((expired, c.next_position), else_=c.first_position)),
+            (c.system_position, system),
+            (c.next_position, c.next_position + len(batch.messages)),
+            (c.updated_at, now),
+            (c.expires_at, expires_at),
+        ]
+
+    def reserve(
+        self,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        expires_at: datetime | None,
+        *,
+        replace: bool = False,
+    ) -> Insert:
+        """Create or lock the conversation row and reserve ``len(batch)`` positions.
+
+        PostgreSQL and SQLite return ``(next_position, first_position)`` after the update;
+        MySQL/MariaDB need :meth:`counter` afterwards.
+        """
+        row = self._new_row(conversation_id, batch, now, expires_at)
+        bump = self._bump(batch, now, expires_at, replace=replace)
+        c = self.conversations.c
+        if self.dialect_name == "postgresql":
+            pg = postgresql.insert(self.conversations).values(row)
+            return pg.on_conflict_do_update(
+                index_elements=[c.conversation_id], set_={col.name: v for col, v in bump}
+            ).returning(c.next_position, c.first_position)
+        if self.dialect_name == "sqlite":
+            lite = sqlite.insert(self.conversations).values(row)
+            return lite.on_conflict_do_update(
+                index_elements=[c.conversation_id], set_={col.name: v for col, v in bump}
+            ).returning(c.next_position, c.first_position)
+        my = mysql.insert(self.conversations).values(row)
+        return my.on_duplicate_key_update([(col.name, value) for col, value in bump])
+
+    def bump(
+        self,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        expires_at: datetime | None,
+        *,
+        replace: bool = False,
+    ) -> Update:
+        """Reserve positions in an existing row (generic dialects); locks the row."""
+        c = self.conversations.c
+        values = {col.name: v for col, v in self._bump(batch, now, expires_at, replace=replace)}
+        return update(self.conversations).where(c.conversation_id == conversation_id).values(values)
+
+    def create(
+        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+    ) -> Insert:
+        """Insert a new conversation row with the batch's positions reserved."""
+        row = self._new_row(conversation_id, batch, now, expires_at)
+        return insert(self.conversations).values(row)
+
+    def counter(self, conversation_id: str) -> Select[Any]:
+        """Read ``(next_position, first_position)`` of a row this transaction has locked."""
+        c = self.conversations.c
+        return (
+            select(c.next_position, c.first_position)
+            .where(c.conversation_id == conversation_id)
+            .with_for_update()
+        )
+
+    def existing_ids(self, conversation_id: str, ids: Collection[str]) -> Select[Any]:
+        """Message ids of the batch that the conversation already holds."""
+        m = self.messages.c
+        return select(m.message_id).where(
+            m.conversation_id == conversation_id, m.message_id.in_(list(ids))
+        )
+
+    def insert_messages(self, rows: list[dict[str, Any]], *, skip_conflicts: bool) -> Insert:
+        """Insert rows; with ``skip_conflicts``, skip stored ids and return stored positions."""
+        if not skip_conflicts:
+            return insert(self.messages).values(rows)
+        m = self.messages.c
+        dialect_insert = postgresql.insert if self.dialect_name == "postgresql" else sqlite.insert
+        return (
+            dialect_insert(self.messages)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=[m.conversation_id, m.message_id])
+            .returning(m.position)
+        )
+
+    def fix_system(self, conversation_id: str) -> Update:
+        """Point the conversation at its newest stored system message (rare repair path)."""
+        c, m = self.conversations.c, self.messages.c
+        newest = (
+            select(func.max(m.position))
+            .where(m.conversation_id == conversation_id, m.is_system.is_(True))
+            .scalar_subquery()
+        )
+        return (
+            update(self.conversations)
+            .where(c.conversation_id == conversation_id)
+            .values(system_position=newest)
+        )
+
+    def delete_messages(self, conversation_id: str, *, before: int | None = None) -> Delete:
+        """Delete a conversation's messages, optionally only those before a position."""
+        m = self.messages.c
+        statement = delete(self.messages).where(m.conversation_id == conversation_id)
+        if before is not None:
+            statement = statement.where(m.position < before)
+        return statement
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def _rows(self, conversation_id: str, now: datetime) -> Select[Any]:
+        c, m = self.conversations.c, self.messages.c
+        return (
+            select(m.position, m.body)
+            .select_from(
+                self.messages.join(self.conversations, c.conversation_id == m.conversation_id)
+            )
+            .where(m.conversation_id == conversation_id, self.live(now))
+        )
+
+    def window(
+        self, conversation_id: str, limit: int, before: int | None, now: datetime
+    ) -> Select[Any]:
+        """Newest ``limit`` non-system messages, newest first (index ``messages_window``)."""
+        m = self.messages.c
+        statement = self._rows(conversation_id, now).where(m.is_system == false())
+        if before is not None:
+            statement = statement.where(m.position < before)
+        return statement.order_by(m.position.desc()).limit(limit)
+
+    def system(self, conversation_id: str, now: datetime) -> Select[Any]:
+        """The current system message through the conversation's reference (two key lookups)."""
+        c, m = self.conversations.c, self.messages.c
+        joined = self.conversations.join(
+            self.messages,
+            and_(m.conversation_id == c.conversation_id, m.position == c.system_position),
+        )
+        return (
+            select(m.position, m.body)
+            .select_from(joined)
+            .where(c.conversation_id == conversation_id, self.live(now))
+        )
+
+    def latest(self, conversation_id: str, message_type: MessageType, now: datetime) -> Select[Any]:
+        """The newest message of one type (index ``messages_type``)."""
+        m = self.messages.c
+        return (
+            self._rows(conversation_id, now)
+            .where(m.type == str(message_type))
+            .order_by(m.position.desc())
+            .limit(1)
+        )
+
+    def everything(self, conversation_id: str, now: datetime) -> Select[Any]:
+        """The whole history in order (primary key)."""
+        return self._rows(conversation_id, now).order_by(self.messages.c.position)
+
+    def history(
+        self,
+        conversation_id: str,
+        now: datetime,
+        *,
+        since: datetime | None,
+        until: datetime | None,
+        types: Collection[MessageType] | None,
+        text: str | None,
+        after: int | None,
+        limit: int,
+    ) -> Select[Any]:
+        """A page of history matching every filter, oldest first."""
+        m = self.messages.c
+        statement = self._rows(conversation_id, now)
+        if since is not None:
+            statement = statement.where(m.created_at >= since)
+        if until is not None:
+            statement = statement.where(m.created_at < until)
+        if types is not None:
+            statement = statement.where(m.type.in_([str(t) for t in types]))
+        if text is not None:
+            # Both sides casefolded, wildcards escaped: a literal, case-insensitive substring
+            # match on every dialect, whatever its LIKE does with case.
+            pattern = f"%{escape_like(text.casefold(), _LIKE_ESCAPE)}%"
+            statement = statement.where(m.search_text.like(pattern, escape=_LIKE_ESCAPE))
+        if after is not None:
+            statement = statement.where(m.position > after)
+        return statement.order_by(m.position).limit(limit)
+
+    def conversation_ids(self, now: datetime) -> Select[Any]:
+        """Ids of all live conversations."""
+        return select(self.conversations.c.conversation_id).where(self.live(now))
+
+    def page(
+        self, now: datetime, *, owner: str | None, cursor: str | None, limit: int
+    ) -> Select[Any]:
+        """One page of live conversation ids in id order, plus one row to detect more."""
+        c = self.conversations.c
+        statement = select(c.conversation_id).where(self.live(now))
+        if owner is not None:
+            statement = statement.where(c.owner == owner)
+        if cursor is not None:
+            statement = statement.where(c.conversation_id > cursor)
+        return statement.order_by(c.conversation_id).limit(limit + 1)
+
+    # -- retention and deletion ------------------------------------------------------------
+
+    def lock(self, conversation_id: str) -> Select[Any]:
+        """Lock a conversation row and read its expiry."""
+        c = self.conversations.c
+        return select(c.expires_at).where(c.conversation_id == conversation_id).with_for_update()
+
+    def delete_chat_before(self, conversation_id: str, position: int) -> Delete:
+        """Delete non-system messages before ``position``."""
+        m = self.messages.c
+        return delete(self.messages).where(
+            m.conversation_id == conversation_id,
+            m.is_system == false(),
+            m.position < position,
+        )
+
+    def delete_conversation(self, conversation_id: str) -> Delete:
+        """Delete a conversation row (first, so its lock orders us after any appender)."""
+        c = self.conversations.c
+        return delete(self.conversations).where(c.conversation_id == conversation_id)
+
+    def expired(self, now: datetime, limit: int) -> Select[Any]:
+        """Lock a batch of expired conversation rows."""
+        c = self.conversations.c
+        return (
+            select(c.conversation_id)
+            .where(self._expired(now))
+            .order_by(c.conversation_id)
+            .limit(limit)
+            .with_for_update()
+        )
+
+    def purge_messages(self, ids: Sequence[str], now: datetime) -> Delete:
+        """Delete the messages of those of ``ids`` that are still expired."""
+        c, m = self.conversations.c, self.messages.c
+        still = select(c.conversation_id).where(
+            c.conversation_id.in_(list(ids)), self._expired(now)
+        )
+        return delete(self.messages).where(m.conversation_id.in_(still))
+
+    def purge_conversations(self, ids: Sequence[str], now: datetime) -> Delete:
+        """Delete those of ``ids`` that are still expired."""
+        c = self.conversations.c
+        return delete(self.conversations).where(
+            c.conversation_id.in_(list(ids)), self._expired(now)
+        )
