@@ -168,8 +168,7 @@ if types ~= '' then
   for t in string.gmatch(types, '%S+') do wanted[t] = true end
 end
 local since_n, till_n = tonumber(since), tonumber(till)
-local function matches(pos)
-  local facet = redis.call('HGET', KEYS[7], pos)
+local function matches_facet(facet)
   if not facet then return false end
   local kind, created, folded = string.match(facet, '^(%a+)\\t(%-?%d+)\\t(.*)$')
   if not kind then return false end
@@ -179,6 +178,9 @@ local function matches(pos)
   if till_n and created >= till_n then return false end
   if has_text and not string.find(folded, text, 1, true) then return false end
   return true
+end
+local function matches(pos)
+  return matches_facet(redis.call('HGET', KEYS[7], pos))
 end
 local found = {}
 local function finish(resume)
@@ -228,9 +230,10 @@ end
 local cursor, scanned = low, 0
 while true do
   local batch = redis.call('ZRANGEBYSCORE', KEYS[4], cursor, '+inf', 'LIMIT', 0, 256)
-  for _, p in ipairs(batch) do
+  local facets = #batch > 0 and redis.call('HMGET', KEYS[7], unpack(batch)) or {}
+  for i, p in ipairs(batch) do
     scanned = scanned + 1
-    if matches(p) then
+    if matches_facet(facets[i]) then
       found[#found + 1] = p
       if #found >= limit then return finish(nil) end
     end
