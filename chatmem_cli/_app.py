@@ -14,6 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from chatmem import ChatMemError, validate_conversation_id
+from chatmem_cli._chat import run_chat
 from chatmem_cli._common import (
     UrlOption,
     command_errors,
@@ -23,6 +24,7 @@ from chatmem_cli._common import (
     resolve_url,
     settings,
 )
+from chatmem_cli._demo import run_demo
 from chatmem_cli._inspect import list_page, show_conversation
 from chatmem_cli._maintenance import doctor_checks, prune_older_than
 from chatmem_cli._transfer import count_conversations, export_lines, import_lines, migrate
@@ -239,6 +241,36 @@ def doctor(
         console.print(f"{mark} {check.name:<10} {check.detail}", soft_wrap=True)
     if not all(check.ok for check in checks):
         raise typer.Exit(1)
+
+
+@app.command()
+@command_errors
+def chat(
+    conversation_id: Annotated[str, typer.Argument(metavar="ID", help="The conversation.")],
+    url: UrlOption = None,
+    system: Annotated[
+        str | None, typer.Option(help="A system message sent with every request.")
+    ] = None,
+) -> None:
+    """Chat with an OpenAI-compatible model (OPENAI_API_KEY / OPENAI_BASE_URL), with memory."""
+    conversation_id = _conversation_id(conversation_id)
+    with open_log(resolve_url(url)) as repository:
+        run_chat(
+            repository,
+            conversation_id,
+            settings=settings(),
+            system=system,
+            read_line=lambda: input("you: "),
+        )
+
+
+@app.command()
+@command_errors
+def demo(url: UrlOption = None) -> None:
+    """Walk through a scripted conversation (no LLM, no server): what is sent, stored, evicted."""
+    resolved = resolve_url(url)
+    with open_log(resolved) as repository:
+        run_demo(repository, redact_url(resolved))
 
 
 def main() -> None:
