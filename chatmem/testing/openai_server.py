@@ -274,10 +274,13 @@ class _Handler(BaseHTTPRequestHandler):
         owner._record(record)
         if reply.delay:
             time.sleep(reply.delay)
-        if reply.events is not None:
-            self._send_events(reply)
-        else:
-            self._send_json(reply.status, reply.body or {})
+        try:
+            if reply.events is not None:
+                self._send_events(reply)
+            else:
+                self._send_json(reply.status, reply.body or {})
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (a timeout or a cancelled stream)
 
     def _send_json(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -295,15 +298,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        try:
-            for event in reply.events:
-                payload = event if isinstance(event, str) else json.dumps(event)
-                self.wfile.write(f"data: {payload}\n\n".encode())
-                self.wfile.flush()
-                if reply.chunk_delay:
-                    time.sleep(reply.chunk_delay)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client went away mid-stream (a cancelled stream)
+        for event in reply.events:
+            payload = event if isinstance(event, str) else json.dumps(event)
+            self.wfile.write(f"data: {payload}\n\n".encode())
+            self.wfile.flush()
+            if reply.chunk_delay:
+                time.sleep(reply.chunk_delay)
 
 
 class _Server(ThreadingHTTPServer):
@@ -349,7 +349,9 @@ class OpenAITestServer:
         server = _Server((self.host, self._port), _Handler)
         server.owner = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
