@@ -427,3 +427,11 @@ def test_bad_positions_are_configuration_errors(repository: RedisChatMemoryRepos
         repository.find_recent("x", 1, before="not-a-position")
     assert issubclass(ConfigurationError, ValueError)
     assert not issubclass(ConfigurationError, RepositoryError)
+
+
+def test_rediss_url_uses_tls_without_connecting() -> None:
+    with create_repository("rediss://user:pw@cache.example:6380/1?ssl_cert_reqs=none") as repo:
+        pool = repo._client.connection_pool
+        assert pool.connection_class.__name__ == "SSLConnection"
+        assert pool.connection_kwargs["db"] == 1
+        assert "pw@" not in repr(repo)
