@@ -25,7 +25,7 @@ from chatmem_repositories.neo4j._config import check_label_prefix
 
 __all__ = ["Statements"]
 
-_LIVE = "(c.expires_at IS NULL OR c.expires_at > timestamp())"
+_LIVE = "coalesce(c.expires_at > timestamp(), true)"
 
 # Taking the conversation's write lock (the first SET) before reading its counter is what
 # serializes concurrent appenders: reads after the lock see the last committed counter.
@@ -57,7 +57,7 @@ _APPEND = (
 CALL {{
   WITH c, expired
   WITH c WHERE expired
-  MATCH (old:{M}) WHERE old.conversation_id = $cid
+  MATCH (c)-[:HAS_MESSAGE]->(old:{M})
   DETACH DELETE old
 }}
 WITH c, expired AS restart, [msg IN $messages WHERE expired OR NOT EXISTS {{
@@ -71,7 +71,8 @@ _REPLACE = (
     _LOCK_CONVERSATION
     + """
 CALL {{
-  MATCH (old:{M}) WHERE old.conversation_id = $cid
+  WITH c
+  MATCH (c)-[:HAS_MESSAGE]->(old:{M})
   DETACH DELETE old
 }}
 WITH c, true AS restart, $messages AS fresh
@@ -80,43 +81,61 @@ WITH c, true AS restart, $messages AS fresh
 )
 
 _DELETE = """
-OPTIONAL MATCH (c:{C} {{id: $cid}})
+MATCH (c:{C} {{id: $cid}})
 CALL {{
-  MATCH (m:{M}) WHERE m.conversation_id = $cid
+  WITH c
+  MATCH (c)-[:HAS_MESSAGE]->(m:{M})
   DETACH DELETE m
 }}
 DETACH DELETE c
 """
 
-_WINDOW = f"""
+# Each read finds the live conversation first and runs the message query as a subquery
+# once for it: that keeps the index seek and its order intact (no sort, stops at LIMIT).
+_LIVE_CONVERSATION = f"""
 MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
-MATCH (m:{{M}})
-WHERE m.conversation_id = $cid AND m.is_system = $is_system AND m.position < $before
-RETURN m.position AS position, m.data AS data
-ORDER BY m.conversation_id DESC, m.is_system DESC, m.position DESC
-LIMIT $limit
+CALL {{{{
 """
 
-_LATEST_OF_TYPE = f"""
-MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
-MATCH (m:{{M}}) WHERE m.conversation_id = $cid AND m.type = $type
-RETURN m.position AS position, m.data AS data
-ORDER BY m.conversation_id DESC, m.type DESC, m.position DESC
-LIMIT 1
+_WINDOW = (
+    _LIVE_CONVERSATION
+    + """
+  MATCH (m:{M})
+  WHERE m.conversation_id = $cid AND m.is_system = $is_system AND m.position < $before
+  WITH m ORDER BY m.conversation_id DESC, m.is_system DESC, m.position DESC LIMIT $limit
+  RETURN m.position AS position, m.data AS data
+}}
+RETURN position, data
 """
+)
 
-_HISTORY = f"""
-MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
-MATCH (m:{{M}})
-WHERE m.conversation_id = $cid AND m.position > $after
-  AND ($since IS NULL OR m.created_at >= $since)
-  AND ($until IS NULL OR m.created_at < $until)
-  AND ($types IS NULL OR m.type IN $types)
-  AND ($needle IS NULL OR m.search_text CONTAINS $needle)
-RETURN m.position AS position, m.data AS data
-ORDER BY m.conversation_id, m.position
-LIMIT $limit
+_LATEST_OF_TYPE = (
+    _LIVE_CONVERSATION
+    + """
+  MATCH (m:{M})
+  WHERE m.conversation_id = $cid AND m.type = $type AND m.position IS NOT NULL
+  WITH m ORDER BY m.conversation_id DESC, m.type DESC, m.position DESC LIMIT 1
+  RETURN m.position AS position, m.data AS data
+}}
+RETURN position, data
 """
+)
+
+_HISTORY = (
+    _LIVE_CONVERSATION
+    + """
+  MATCH (m:{M})
+  WHERE m.conversation_id = $cid AND m.position > $after
+    AND ($since IS NULL OR m.created_at >= $since)
+    AND ($until IS NULL OR m.created_at < $until)
+    AND ($types IS NULL OR m.type IN $types)
+    AND ($needle IS NULL OR m.search_text CONTAINS $needle)
+  WITH m ORDER BY m.conversation_id, m.position LIMIT $limit
+  RETURN m.position AS position, m.data AS data
+}}
+RETURN position, data
+"""
+)
 
 _DELETE_BEFORE = f"""
 MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
@@ -140,17 +159,20 @@ ORDER BY c.owner, c.id
 LIMIT $limit
 """
 
-# The SET/REMOVE pair takes each candidate's write lock, so an appender that revived the
-# conversation meanwhile is seen by the second expiry check and the conversation is kept.
+# The SET/REMOVE pair takes each candidate's write lock, and the candidate is matched again
+# by id so the second expiry check reads the committed value after the lock rather than the
+# one cached from the expiry index: an appender that revived the conversation meanwhile
+# keeps it.
 _PURGE = """
-MATCH (c:{C}) WHERE c.expires_at <= timestamp()
-WITH c LIMIT $batch
+MATCH (e:{C}) WHERE e.expires_at <= timestamp()
+WITH e.id AS id LIMIT $batch
+MATCH (c:{C} {{id: id}})
 SET c.purging = true
 REMOVE c.purging
 WITH c WHERE c.expires_at <= timestamp()
 CALL {{
   WITH c
-  MATCH (m:{M}) WHERE m.conversation_id = c.id
+  MATCH (c)-[:HAS_MESSAGE]->(m:{M})
   DETACH DELETE m
 }}
 DETACH DELETE c

@@ -19,15 +19,27 @@ from chatmem.exceptions import (
 )
 from chatmem_repositories.neo4j._config import BACKEND
 
-__all__ = ["DRIVER_ERRORS", "translate_error"]
+__all__ = ["DRIVER_ERRORS", "lost_race", "translate_error"]
 
 DRIVER_ERRORS = (Neo4jError, DriverError, OSError)
 """What the driver raises; catch these and raise :func:`translate_error`'s result."""
+
+_ENTITY_NOT_FOUND = "Neo.ClientError.Statement.EntityNotFound"
 
 _TIMED_OUT_CODES = (
     "Neo.ClientError.Transaction.TransactionTimedOut",
     "Neo.TransientError.Transaction.LockClientStopped",
 )
+
+
+def lost_race(exc: BaseException) -> bool:
+    """Tell whether a write failed because another transaction deleted its node meanwhile.
+
+    A MERGE that found a conversation node and then waited for its lock while a concurrent
+    delete or purge removed it fails with ``EntityNotFound``. The transaction was rolled
+    back, so running it again (which then creates a fresh conversation) is safe.
+    """
+    return isinstance(exc, Neo4jError) and exc.code == _ENTITY_NOT_FOUND
 
 
 def _server_error(exc: Neo4jError, action: str) -> RepositoryError:

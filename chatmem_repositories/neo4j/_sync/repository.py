@@ -17,7 +17,7 @@ from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.messages import Message, MessageType
 from chatmem_repositories.neo4j._config import driver_settings
 from chatmem_repositories.neo4j._cypher import Statements
-from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
+from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, lost_race, translate_error
 from chatmem_repositories.neo4j._records import (
     FIRST_POSITION,
     NO_POSITION,
@@ -32,6 +32,7 @@ from chatmem_repositories.neo4j._records import (
 __all__ = ["Neo4jChatMemoryRepository"]
 
 _PURGE_BATCH = 500
+_RACE_ATTEMPTS = 5  # a write that lost its node to a concurrent delete runs again
 
 Rows = list[list[Any]]
 
@@ -152,11 +153,15 @@ class Neo4jChatMemoryRepository:
 
     def _write(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
         self._ensure_schema()
-        try:
-            with self._driver.session(**self._session_config()) as session:
-                return session.execute_write(_run, query, params)
-        except DRIVER_ERRORS as exc:
-            raise translate_error(exc, action) from exc
+        for attempt in range(1, _RACE_ATTEMPTS + 1):
+            try:
+                with self._driver.session(**self._session_config()) as session:
+                    return session.execute_write(_run, query, params)
+            except DRIVER_ERRORS as exc:
+                if attempt < _RACE_ATTEMPTS and lost_race(exc):
+                    continue
+                raise translate_error(exc, action) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _read(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
         self._ensure_schema()

@@ -1,0 +1,282 @@
+"""Neo4j-specific behaviour: query plans, options, driver ownership, label prefixes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from neo4j import GraphDatabase
+
+from chatmem._concurrency import run_all
+from chatmem.exceptions import ConfigurationError
+from chatmem.messages import AssistantMessage, SystemMessage, UserMessage
+from chatmem_repositories import create_async_repository, create_repository
+from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
+from chatmem_repositories.neo4j._config import driver_settings
+from chatmem_repositories.neo4j._cypher import Statements
+from chatmem_repositories.neo4j._records import NO_POSITION
+from tests.conftest import server_url
+
+pytestmark = pytest.mark.backend("neo4j")
+
+_SCANS = {"NodeByLabelScan", "AllNodesScan", "Sort", "Top", "PartialSort", "PartialTop"}
+
+
+@pytest.fixture
+def repository() -> Iterator[Neo4jChatMemoryRepository]:
+    with Neo4jChatMemoryRepository.from_url(server_url("neo4j")) as repository:
+        yield repository
+
+
+@pytest.fixture
+def cid(repository: Neo4jChatMemoryRepository) -> Iterator[str]:
+    conversation_id = f"neo4j-test-{uuid.uuid4()}"
+    yield conversation_id
+    repository.delete_by_conversation_id(conversation_id)
+
+
+def _operators(plan: Any) -> list[tuple[str, str]]:
+    found = [(plan["operatorType"].split("@")[0], str(plan.get("args", {}).get("Details", "")))]
+    for child in plan.get("children", []):
+        found += _operators(child)
+    return found
+
+
+def _plan(repository: Neo4jChatMemoryRepository, query: str, **params: Any) -> list[str]:
+    summary = repository._driver.execute_query("EXPLAIN " + query, params).summary
+    operators = _operators(summary.plan)
+    return [f"{name} {details}" for name, details in operators]
+
+
+# -- query plans ----------------------------------------------------------------------------
+
+
+def test_window_read_is_an_ordered_index_seek(
+    repository: Neo4jChatMemoryRepository, cid: str
+) -> None:
+    repository.append(cid, [SystemMessage("s")] + [UserMessage(f"m{i}") for i in range(50)])
+    statements = repository._statements
+    plan = _plan(
+        repository,
+        statements.window,
+        cid=cid,
+        is_system=False,
+        before=NO_POSITION,
+        limit=20,
+    )
+    names = {line.split(" ")[0] for line in plan}
+    assert not names & _SCANS, plan  # no label scan, and no sort: the index gives the order
+    seeks = [line for line in plan if line.startswith("NodeIndexSeek")]
+    assert any("Message(conversation_id, is_system, position)" in s for s in seeks), plan
+    assert any(line.startswith("Limit") for line in plan), plan
+
+
+@pytest.mark.parametrize(
+    ("statement", "index", "params"),
+    [
+        ("latest_of_type", "Message(conversation_id, type, position)", {"type": "user"}),
+        (
+            "history",
+            "Message(conversation_id, position)",
+            {"after": 0, "since": None, "until": None, "types": None, "needle": None, "limit": 5},
+        ),
+        ("delete_before", "Message(conversation_id, is_system, position)", {"position": 3}),
+    ],
+)
+def test_bounded_reads_use_their_index(
+    repository: Neo4jChatMemoryRepository,
+    cid: str,
+    statement: str,
+    index: str,
+    params: dict[str, Any],
+) -> None:
+    repository.append(cid, [UserMessage(f"m{i}") for i in range(10)])
+    plan = _plan(repository, getattr(repository._statements, statement), cid=cid, **params)
+    assert not {line.split(" ")[0] for line in plan} & _SCANS, plan
+    assert any(index in line for line in plan), plan
+
+
+@pytest.mark.parametrize("owner", [None, "someone"])
+def test_listing_pages_through_an_index(
+    repository: Neo4jChatMemoryRepository, owner: str | None
+) -> None:
+    statements = repository._statements
+    query = statements.list_all if owner is None else statements.list_owner
+    plan = _plan(repository, query, owner=owner, cursor="", limit=10)
+    assert not {line.split(" ")[0] for line in plan} & _SCANS, plan
+    assert any("Conversation(" in line and "Seek" in line for line in plan), plan
+
+
+def test_appends_do_not_scan_other_conversations(
+    repository: Neo4jChatMemoryRepository, cid: str
+) -> None:
+    repository.append(cid, [UserMessage("first")])
+    params = repository._append_params(cid, [UserMessage("second")])
+    summary = repository._driver.execute_query("PROFILE " + repository._statements.append, params)
+    names = [name for name, _ in _operators(summary.summary.profile)]
+    assert "NodeByLabelScan" not in names
+    assert "AllNodesScan" not in names
+
+
+# -- what is stored -------------------------------------------------------------------------
+
+
+def test_graph_shape(repository: Neo4jChatMemoryRepository, cid: str) -> None:
+    repository.append(cid, [SystemMessage("s"), UserMessage("Hello"), AssistantMessage("Hi")])
+    records = repository._driver.execute_query(
+        "MATCH (c:Conversation {id: $cid})-[:HAS_MESSAGE]->(m:Message) "
+        "RETURN c.next_position AS next, m.position AS position, m.type AS type, "
+        "m.is_system AS is_system, m.search_text AS search ORDER BY m.position",
+        cid=cid,
+    ).records
+    assert [(r["position"], r["type"], r["is_system"]) for r in records] == [
+        (1, "system", True),
+        (2, "user", False),
+        (3, "assistant", False),
+    ]
+    assert records[0]["next"] == 4
+    assert records[1]["search"] == "hello"
+
+
+def test_label_prefix_keeps_apps_apart(cid: str) -> None:
+    url = server_url("neo4j")
+    with (
+        Neo4jChatMemoryRepository.from_url(url, label_prefix="ChatmemTest") as prefixed,
+        Neo4jChatMemoryRepository.from_url(url) as plain,
+    ):
+        try:
+            prefixed.append(cid, [UserMessage("prefixed")])
+            assert plain.find_by_conversation_id(cid) == []
+            assert [m.text for m in prefixed.find_by_conversation_id(cid)] == ["prefixed"]  # type: ignore[union-attr]
+            labels = prefixed._driver.execute_query(
+                "MATCH (c:ChatmemTestConversation {id: $cid})-[:HAS_MESSAGE]->(m) "
+                "RETURN labels(m) AS labels",
+                cid=cid,
+            ).records
+            assert labels[0]["labels"] == ["ChatmemTestMessage"]
+        finally:
+            prefixed.delete_by_conversation_id(cid)
+
+
+# -- options and construction ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "prefix", ["App`) MATCH (n) DETACH DELETE n //", "1abc", "a-b", "ü", "x" * 41, " App"]
+)
+def test_unsafe_label_prefixes_are_rejected(prefix: str) -> None:
+    with pytest.raises(ConfigurationError, match="label_prefix"):
+        Neo4jChatMemoryRepository.from_url("bolt://127.0.0.1:1", label_prefix=prefix)
+    with pytest.raises(ConfigurationError, match="label_prefix"):
+        Statements.for_prefix(prefix)
+
+
+def test_unknown_option_names_it_with_a_suggestion() -> None:
+    with pytest.raises(ConfigurationError, match=r"'labelprefix'.*did you mean 'label_prefix'"):
+        Neo4jChatMemoryRepository.from_url("bolt://127.0.0.1:1?labelprefix=App")
+
+
+def test_url_parts_become_driver_settings() -> None:
+    settings = driver_settings(
+        "neo4j+s://alice:s%40cret@db.example:7688/chat?ttl=60&label_prefix=App"
+        "&connection_timeout=2.5",
+        {"max_transaction_retry_time": 3},
+    )
+    assert settings.uri == "neo4j+s://db.example:7688"
+    assert settings.auth == ("alice", "s@cret")
+    assert settings.options.database == "chat"
+    assert settings.options.label_prefix == "App"
+    assert settings.options.ttl is not None
+    assert settings.options.ttl.total_seconds() == 60
+    assert settings.config["connection_timeout"] == 2.5
+    assert settings.config["max_transaction_retry_time"] == 3
+    assert "s@cret" not in settings.redacted_url
+    assert "s%40cret" not in settings.redacted_url
+
+
+def test_bad_urls_are_configuration_errors() -> None:
+    for url in ("http://127.0.0.1:7687", "bolt://", "bolt://h:99999999"):
+        with pytest.raises(ConfigurationError):
+            driver_settings(url, {})
+    with pytest.raises(ConfigurationError, match="database"):
+        driver_settings("bolt://h:7687/one", {"database": "two"})
+    with pytest.raises(ConfigurationError, match="ttl"):
+        driver_settings("bolt://h:7687?ttl=-1", {})
+
+
+def test_password_never_shows_in_repr() -> None:
+    repository = Neo4jChatMemoryRepository.from_url("bolt://neo4j:hunter2@127.0.0.1:1")
+    try:
+        assert "hunter2" not in repr(repository)
+        assert "***" in repr(repository)
+    finally:
+        repository.close()
+
+
+def test_registry_builds_this_backend() -> None:
+    with create_repository(server_url("neo4j") + "?ttl=30") as repository:
+        assert isinstance(repository, Neo4jChatMemoryRepository)
+
+
+async def test_registry_builds_the_async_twin(cid: str) -> None:
+    async with create_async_repository(server_url("neo4j")) as repository:
+        assert isinstance(repository, AsyncNeo4jChatMemoryRepository)
+        await repository.append(cid, [UserMessage("async")])
+        assert len(await repository.find_recent(cid, 5)) == 1
+
+
+def test_handed_in_driver_is_not_closed(cid: str) -> None:
+    with GraphDatabase.driver(
+        server_url("neo4j"), auth=None, notifications_min_severity="OFF"
+    ) as driver:
+        repository = Neo4jChatMemoryRepository(driver, database="neo4j")
+        repository.append(cid, [UserMessage("kept")])
+        repository.close()
+        assert driver.execute_query("RETURN 1 AS one").records[0]["one"] == 1
+        with Neo4jChatMemoryRepository(driver) as again:
+            assert len(again.find_by_conversation_id(cid)) == 1
+            again.delete_by_conversation_id(cid)
+
+
+def test_positions_must_be_integers(repository: Neo4jChatMemoryRepository, cid: str) -> None:
+    with pytest.raises(ConfigurationError):
+        repository.find_recent(cid, 5, before="12")
+    with pytest.raises(ConfigurationError):
+        repository.delete_before(cid, True)
+
+
+def test_purge_expired_deletes_messages_too(cid: str) -> None:
+    url = server_url("neo4j")
+    with Neo4jChatMemoryRepository.from_url(url, ttl=0.2) as repository:
+        repository.append(cid, [UserMessage("short-lived")] * 1 + [AssistantMessage("x")])
+        repository._driver.execute_query(
+            "MATCH (c:Conversation {id: $cid}) SET c.expires_at = timestamp() - 1", cid=cid
+        )
+        assert repository.purge_expired() >= 1
+        left = repository._driver.execute_query(
+            "MATCH (m:Message {conversation_id: $cid}) RETURN count(m) AS n", cid=cid
+        ).records[0]["n"]
+        assert left == 0
+
+
+def test_purge_racing_appends_keeps_revived_conversations() -> None:
+    url = server_url("neo4j")
+    with Neo4jChatMemoryRepository.from_url(url, ttl=60) as repository:
+        for _ in range(8):
+            conversation_id = f"neo4j-race-{uuid.uuid4()}"
+            repository.append(conversation_id, [UserMessage("old")])
+            repository._driver.execute_query(
+                "MATCH (c:Conversation {id: $cid}) SET c.expires_at = timestamp() - 1",
+                cid=conversation_id,
+            )
+            run_all(
+                [
+                    repository.purge_expired,
+                    lambda cid=conversation_id: repository.append(cid, [UserMessage("again")]),
+                ]
+            )
+            texts = [m.text for m in repository.find_by_conversation_id(conversation_id)]  # type: ignore[union-attr]
+            assert texts == ["again"]
+            repository.delete_by_conversation_id(conversation_id)
