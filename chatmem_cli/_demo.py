@@ -273,7 +273,8 @@ def run_demo(repository: ChatMemoryLog, url_for_humans: str) -> str:
     console.print(
         f"{len(history)} messages stored (the full history, {tools} tool results included); "
         f"the model's next request would carry {len(memory.get(conversation_id))}.\n"
-        f"See both: chatmem show {conversation_id} --url {url_for_humans}",
+        f"See both: chatmem show {conversation_id} --max-messages {MAX_MESSAGES} "
+        f"--url {url_for_humans}",
         soft_wrap=True,
     )
     return conversation_id
