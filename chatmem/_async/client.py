@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -22,7 +22,7 @@ from chatmem._client_request import (
 from chatmem._concurrency import async_api
 from chatmem._flavor import check_flavor
 from chatmem._twins import async_closing
-from chatmem.advisor import ChatClientRequest, ChatClientResponse
+from chatmem.advisor import ChatClientRequest, ChatClientResponse, order_advisors
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.messages import AssistantMessage, Message
 from chatmem.model import ChatResponse, Generation, Usage, aggregate_chunks
@@ -128,11 +128,13 @@ def _split_advisors(
     calls: list[AsyncCallAdvisor] = []
     streams: list[AsyncStreamAdvisor] = []
     for advisor in advisors:
-        if isinstance(advisor, AsyncCallAdvisor):
+        # hasattr, not isinstance on the runtime-checkable protocols: this runs per request
+        # and protocol isinstance checks cost more than the rest of the chain.
+        if hasattr(advisor, "advise_call"):
             check_flavor(advisor, "advise_call", is_async=async_api, role="call advisor")
-            calls.append(advisor)
-        if isinstance(advisor, AsyncStreamAdvisor):
-            streams.append(advisor)
+            calls.append(cast(AsyncCallAdvisor, advisor))
+        if hasattr(advisor, "advise_stream"):
+            streams.append(cast(AsyncStreamAdvisor, advisor))
     return calls, streams
 
 
@@ -264,6 +266,8 @@ class AsyncChatClient:
         self.chat_model = chat_model
         """The model."""
         self._defaults = _defaults or RequestState()
+        # Most requests add no advisor of their own: split the defaults once.
+        self._default_chain = _split_advisors(order_advisors(self._defaults.advisors))
         self._terminal = _AsyncModelTerminal(chat_model, max_tool_iterations, tool_error_handler)
 
     @staticmethod
@@ -299,7 +303,7 @@ class AsyncChatClient:
             for t in request.tools.values():
                 if t.is_async:
                     raise coroutine_tool_error(t.name)
-        calls, streams = _split_advisors(advisors)
+        calls, streams = _split_advisors(advisors) if state.advisors else self._default_chain
         return request, AsyncAdvisorChain(calls, streams, self._terminal)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -23,7 +23,7 @@ from chatmem._sync.advisors import AdvisorChain, CallAdvisor, StreamAdvisor
 from chatmem._sync.model import ChatModel
 from chatmem._sync.tool_calling import execute_tool_calls
 from chatmem._twins import closing
-from chatmem.advisor import ChatClientRequest, ChatClientResponse
+from chatmem.advisor import ChatClientRequest, ChatClientResponse, order_advisors
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.messages import AssistantMessage, Message
 from chatmem.model import ChatResponse, Generation, Usage, aggregate_chunks
@@ -127,11 +127,13 @@ def _split_advisors(
     calls: list[CallAdvisor] = []
     streams: list[StreamAdvisor] = []
     for advisor in advisors:
-        if isinstance(advisor, CallAdvisor):
+        # hasattr, not isinstance on the runtime-checkable protocols: this runs per request
+        # and protocol isinstance checks cost more than the rest of the chain.
+        if hasattr(advisor, "advise_call"):
             check_flavor(advisor, "advise_call", is_async=api, role="call advisor")
-            calls.append(advisor)
-        if isinstance(advisor, StreamAdvisor):
-            streams.append(advisor)
+            calls.append(cast(CallAdvisor, advisor))
+        if hasattr(advisor, "advise_stream"):
+            streams.append(cast(StreamAdvisor, advisor))
     return calls, streams
 
 
@@ -263,6 +265,8 @@ class ChatClient:
         self.chat_model = chat_model
         """The model."""
         self._defaults = _defaults or RequestState()
+        # Most requests add no advisor of their own: split the defaults once.
+        self._default_chain = _split_advisors(order_advisors(self._defaults.advisors))
         self._terminal = _AsyncModelTerminal(chat_model, max_tool_iterations, tool_error_handler)
 
     @staticmethod
@@ -298,7 +302,7 @@ class ChatClient:
             for t in request.tools.values():
                 if t.is_async:
                     raise coroutine_tool_error(t.name)
-        calls, streams = _split_advisors(advisors)
+        calls, streams = _split_advisors(advisors) if state.advisors else self._default_chain
         return request, AdvisorChain(calls, streams, self._terminal)
 
 
