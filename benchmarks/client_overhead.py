@@ -122,14 +122,14 @@ class _Discard(list):  # type: ignore[type-arg]
 
 def table(sync: dict[str, float], asyn: dict[str, float]) -> str:
     lines = [
-        "| path | sync µs/call | overhead µs | × bare | async µs/call | overhead µs | × bare |",
+        "| path | sync µs/call | overhead µs | ratio | async µs/call | overhead µs | ratio |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name in sync:
         cells = []
         for row in (sync, asyn):
             bare = row["bare model"]
-            cells.append(f"{row[name]:.1f} | {row[name] - bare:+.1f} | {row[name] / bare:.1f}×")
+            cells.append(f"{row[name]:.1f} | {row[name] - bare:+.1f} | {row[name] / bare:.1f}x")
         lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
 
