@@ -16,7 +16,7 @@ from chatmem_repositories._options import parse_options, redact_url, split_query
 from chatmem_repositories.redis import _scripts
 from chatmem_repositories.redis._drivers import AsyncRedis, AsyncRetry, AsyncScript
 from chatmem_repositories.redis._errors import BACKEND, translate_errors
-from chatmem_repositories.redis._keys import KeyLayout, expiry_member
+from chatmem_repositories.redis._keys import KeyLayout, escape_key_part, expiry_member
 from chatmem_repositories.redis._options import RedisOptions, with_db
 from chatmem_repositories.redis._rows import (
     append_args,
@@ -85,7 +85,7 @@ class AsyncRedisChatMemoryRepository:
 
         Args:
             url: Such as ``redis://user:secret@host:6379/0?key_prefix=app&ttl=3600``.
-            **options: Options of :class:`~chatmem_repositories.redis._options.RedisOptions`;
+            **options: Options of :class:`~chatmem_repositories.redis.RedisOptions`;
                 they win over the URL's query.
 
         Raises:
@@ -125,7 +125,7 @@ class AsyncRedisChatMemoryRepository:
 
     def _append_args(self, conversation_id: str, messages: Sequence[Message]) -> list[Any]:
         owner = owner_of(conversation_id)
-        owner_part = expiry_member(conversation_id, owner).partition("\n")[0]
+        owner_part = "" if owner is None else escape_key_part(owner)
         return [self._ttl_ms, conversation_id, owner_part, len(messages), *append_args(messages)]
 
     async def _index(self, mode: str, index: str, cursor: str | None, limit: int) -> Any:
