@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import time
+
 from neo4j.exceptions import (
     AuthError,
     ConnectionAcquisitionTimeoutError,
@@ -19,7 +22,7 @@ from chatmem.exceptions import (
 )
 from chatmem_repositories.neo4j._config import BACKEND
 
-__all__ = ["DRIVER_ERRORS", "lost_race", "translate_error"]
+__all__ = ["DRIVER_ERRORS", "RetryDelays", "lost_race", "should_retry", "translate_error"]
 
 DRIVER_ERRORS = (Neo4jError, DriverError, OSError)
 """What the driver raises; catch these and raise :func:`translate_error`'s result."""
@@ -40,6 +43,41 @@ def lost_race(exc: BaseException) -> bool:
     back, so running it again (which then creates a fresh conversation) is safe.
     """
     return isinstance(exc, Neo4jError) and exc.code == _ENTITY_NOT_FOUND
+
+
+def should_retry(exc: BaseException) -> bool:
+    """Tell whether running the failed statement again may succeed.
+
+    True for what the driver itself retries in managed transactions (transient errors such
+    as deadlocks, a lost or unavailable server) and for :func:`lost_race`.
+    """
+    if lost_race(exc):
+        return True
+    return isinstance(exc, Neo4jError | DriverError) and exc.is_retryable()
+
+
+class RetryDelays:
+    """Exponential backoff with jitter, within a time budget that starts at the first failure.
+
+    Args:
+        budget: Seconds during which failures are retried.
+    """
+
+    def __init__(self, budget: float) -> None:
+        self._budget = budget
+        self._deadline: float | None = None
+        self._delay = 0.05
+
+    def next_delay(self) -> float | None:
+        """Return how long to wait before the next try, or ``None`` when the budget is spent."""
+        now = time.monotonic()
+        if self._deadline is None:
+            self._deadline = now + self._budget
+        if now >= self._deadline:
+            return None
+        delay = min(self._delay * random.uniform(0.8, 1.2), self._deadline - now)
+        self._delay = min(self._delay * 2, 1.0)
+        return delay
 
 
 def _server_error(exc: Neo4jError, action: str) -> RepositoryError:

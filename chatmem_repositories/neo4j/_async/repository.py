@@ -6,17 +6,22 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
-from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, AsyncSession
+from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncGraphDatabase, AsyncSession
 from neo4j.exceptions import ClientError
 
-from chatmem._concurrency import AsyncLock
+from chatmem._concurrency import AsyncLock, async_sleep
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._repository_support import check_limit, normalize_ttl
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.messages import Message, MessageType
 from chatmem_repositories.neo4j._config import driver_settings
 from chatmem_repositories.neo4j._cypher import Statements
-from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, lost_race, translate_error
+from chatmem_repositories.neo4j._errors import (
+    DRIVER_ERRORS,
+    RetryDelays,
+    should_retry,
+    translate_error,
+)
 from chatmem_repositories.neo4j._records import (
     FIRST_POSITION,
     NO_POSITION,
@@ -31,14 +36,8 @@ from chatmem_repositories.neo4j._records import (
 __all__ = ["AsyncNeo4jChatMemoryRepository"]
 
 _PURGE_BATCH = 500
-_RACE_ATTEMPTS = 5  # a write that lost its node to a concurrent delete runs again
 
 Rows = list[list[Any]]
-
-
-async def _run(tx: AsyncManagedTransaction, query: LiteralString, params: dict[str, Any]) -> Rows:
-    result = await tx.run(query, params)
-    return [list(record.values()) async for record in result]
 
 
 async def _create_rule(session: AsyncSession, statement: LiteralString) -> None:
@@ -73,6 +72,8 @@ class AsyncNeo4jChatMemoryRepository:
         label_prefix: Prepended to the ``Conversation`` and ``Message`` labels.
         ttl: Expire a conversation this long after its last write. ``None`` keeps it forever.
         create_schema: Create the constraints and indexes on first use.
+        retry_time: How long a statement is retried after transient errors (deadlocks, a
+            lost connection) before the error is raised; seconds or a timedelta.
     """
 
     def __init__(
@@ -83,6 +84,7 @@ class AsyncNeo4jChatMemoryRepository:
         label_prefix: str = "",
         ttl: timedelta | float | None = None,
         create_schema: bool = True,
+        retry_time: timedelta | float = 10.0,
     ) -> None:
         self._statements = Statements.for_prefix(label_prefix)
         self._driver = driver
@@ -90,6 +92,9 @@ class AsyncNeo4jChatMemoryRepository:
         self._ttl_ms = ttl_millis(normalize_ttl(ttl))
         self._schema_ready = not create_schema
         self._schema_lock = AsyncLock()
+        self._retry_seconds = (
+            retry_time.total_seconds() if isinstance(retry_time, timedelta) else float(retry_time)
+        )
         self._owns_driver = False
         self._description = f"database={database!r}, label_prefix={label_prefix!r}"
 
@@ -115,6 +120,7 @@ class AsyncNeo4jChatMemoryRepository:
             label_prefix=parsed.label_prefix,
             ttl=parsed.ttl,
             create_schema=parsed.create_schema,
+            retry_time=parsed.max_transaction_retry_time,
         )
         repository._owns_driver = True
         repository._description = f"url={settings.redacted_url!r}, " + repository._description
@@ -125,9 +131,10 @@ class AsyncNeo4jChatMemoryRepository:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _session_config(self) -> dict[str, Any]:
+    def _session_config(self, write: bool = True) -> dict[str, Any]:
         return {
             "database": self._database,
+            "default_access_mode": WRITE_ACCESS if write else READ_ACCESS,
             # Handed-in drivers may have notifications on; the statements are fixed anyway.
             "notifications_min_severity": "OFF",
             # Read-your-writes across sessions (and cluster members), as execute_query does.
@@ -150,25 +157,31 @@ class AsyncNeo4jChatMemoryRepository:
                 raise translate_error(exc, "schema creation") from exc
             self._schema_ready = True
 
-    async def _write(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
+    async def _execute(
+        self, action: str, query: LiteralString, params: dict[str, Any], *, write: bool
+    ) -> Rows:
+        # An auto-commit statement is one network round trip (RUN and PULL go together); a
+        # managed transaction would add BEGIN and COMMIT. Every statement here is a single
+        # atomic transaction anyway, and every write is safe to run again (appends skip
+        # stored ids), so transient failures are retried here as execute_write would.
         await self._ensure_schema()
-        for attempt in range(1, _RACE_ATTEMPTS + 1):
+        retry = RetryDelays(self._retry_seconds)
+        while True:
             try:
-                async with self._driver.session(**self._session_config()) as session:
-                    return await session.execute_write(_run, query, params)
+                async with self._driver.session(**self._session_config(write)) as session:
+                    result = await session.run(query, params)
+                    return [list(record.values()) async for record in result]
             except DRIVER_ERRORS as exc:
-                if attempt < _RACE_ATTEMPTS and lost_race(exc):
-                    continue
-                raise translate_error(exc, action) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+                delay = retry.next_delay() if should_retry(exc) else None
+                if delay is None:
+                    raise translate_error(exc, action) from exc
+            await async_sleep(delay)
+
+    async def _write(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
+        return await self._execute(action, query, params, write=True)
 
     async def _read(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
-        await self._ensure_schema()
-        try:
-            async with self._driver.session(**self._session_config()) as session:
-                return await session.execute_read(_run, query, params)
-        except DRIVER_ERRORS as exc:
-            raise translate_error(exc, action) from exc
+        return await self._execute(action, query, params, write=False)
 
     async def _window(
         self, conversation_id: str, limit: int, *, system: bool, before: int = NO_POSITION
