@@ -7,19 +7,25 @@ See :class:`ChatMemoryRepository` for the four methods every backend implements 
 from __future__ import annotations
 
 from chatmem._async.in_memory import AsyncInMemoryChatMemoryRepository
-from chatmem._async.repository import AsyncChatMemoryLog, AsyncChatMemoryRepository
+from chatmem._async.repository import (
+    AsyncChatMemoryLog,
+    AsyncChatMemoryRepository,
+    AsyncWindowReader,
+)
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._sync.in_memory import InMemoryChatMemoryRepository
-from chatmem._sync.repository import ChatMemoryLog, ChatMemoryRepository
+from chatmem._sync.repository import ChatMemoryLog, ChatMemoryRepository, WindowReader
 
 __all__ = [
     "AsyncChatMemoryLog",
     "AsyncChatMemoryRepository",
     "AsyncInMemoryChatMemoryRepository",
+    "AsyncWindowReader",
     "ChatMemoryLog",
     "ChatMemoryRepository",
     "ConversationPage",
     "InMemoryChatMemoryRepository",
     "Position",
     "StoredMessage",
+    "WindowReader",
 ]

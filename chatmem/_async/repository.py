@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem.messages import Message, MessageType
 
-__all__ = ["AsyncChatMemoryLog", "AsyncChatMemoryRepository"]
+__all__ = ["AsyncChatMemoryLog", "AsyncChatMemoryRepository", "AsyncWindowReader"]
 
 
 @runtime_checkable
@@ -174,4 +174,24 @@ class AsyncChatMemoryLog(AsyncChatMemoryRepository, Protocol):
 
     async def aclose(self) -> None:
         """Release the connections this repository owns (none if it was handed a client)."""
+        ...
+
+
+@runtime_checkable
+class AsyncWindowReader(Protocol):
+    """Optional: read the system message and the newest messages in one round trip.
+
+    Chat memories use it when a repository has it, so a memory read costs one round trip
+    instead of two. The answer must equal ``find_system_message`` plus ``find_recent``.
+    """
+
+    async def find_window(
+        self, conversation_id: str, limit: int
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        """Return the current system message and the newest ``limit`` non-system messages.
+
+        Args:
+            conversation_id: The conversation.
+            limit: How many non-system messages at most, returned oldest first.
+        """
         ...

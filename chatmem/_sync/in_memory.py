@@ -159,6 +159,17 @@ class InMemoryChatMemoryRepository:
                 end = bisect.bisect_left(chat, before, key=_position_key)
             return chat[max(0, end - limit) : end]
 
+    def find_window(
+        self, conversation_id: str, limit: int
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        """Return the system message and the newest ``limit`` non-system messages."""
+        check_limit(limit)
+        with self._lock:
+            conversation = self._get(conversation_id)
+            if conversation is None:
+                return None, []
+            return conversation.system, conversation.chat[-limit:] if limit else []
+
     def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the latest system message, or ``None``."""
         with self._lock:

@@ -13,7 +13,11 @@ from chatmem._concurrency import api
 from chatmem._flavor import check_flavor
 from chatmem._records import StoredMessage
 from chatmem._sync.in_memory import InMemoryChatMemoryRepository
-from chatmem._sync.repository import ChatMemoryLog, ChatMemoryRepository
+from chatmem._sync.repository import (
+    ChatMemoryLog,
+    ChatMemoryRepository,
+    WindowReader,
+)
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -75,6 +79,7 @@ class _AsyncWindowMemory:
         self.evict = evict
         """Whether messages that leave the window are deleted from the repository."""
         self._log = repository if isinstance(repository, ChatMemoryLog) else None
+        self._window_reader = repository if isinstance(repository, WindowReader) else None
 
     # -- subclass hooks ------------------------------------------------------------------------
 
@@ -84,10 +89,22 @@ class _AsyncWindowMemory:
     def _size(self, message: Message) -> int:
         raise NotImplementedError
 
+    def _first_read_size(self) -> int:
+        """How many messages the first read asks for, before the system message is known."""
+        raise NotImplementedError
+
     def _fetch_recent(
-        self, log: ChatMemoryLog, conversation_id: str, budget: int
+        self,
+        log: ChatMemoryLog,
+        conversation_id: str,
+        budget: int,
+        first: list[StoredMessage] | None,
     ) -> tuple[list[StoredMessage], bool]:
-        """Return the newest stored messages that can matter and whether that is all of them."""
+        """Return the newest stored messages that can matter and whether that is all of them.
+
+        ``first`` is what a combined window read already returned (``_first_read_size``
+        messages), or ``None`` if nothing was read yet.
+        """
         raise NotImplementedError
 
     # -- the ChatMemory API ---------------------------------------------------------------------
@@ -145,9 +162,16 @@ class _AsyncWindowMemory:
     def _read(
         self, log: ChatMemoryLog, conversation_id: str
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
-        system = log.find_system_message(conversation_id)
+        first: list[StoredMessage] | None = None
+        if self._window_reader is not None:
+            # One round trip for the system message and the newest messages together.
+            system, first = self._window_reader.find_window(
+                conversation_id, self._first_read_size()
+            )
+        else:
+            system = log.find_system_message(conversation_id)
         budget = self._budget() - (self._size(system.message) if system else 0)
-        recent, complete = self._fetch_recent(log, conversation_id, max(budget, 1))
+        recent, complete = self._fetch_recent(log, conversation_id, max(budget, 1), first)
         if recent and not complete and not any(isinstance(s.message, UserMessage) for s in recent):
             # The newest turn is bigger than the budget and its user message is older than
             # what was read: fetch it so the oversized-turn rule can keep it.
@@ -256,9 +280,20 @@ class MessageWindowChatMemory(_AsyncWindowMemory):
     def _size(self, message: Message) -> int:
         return 1
 
+    def _first_read_size(self) -> int:
+        return self.max_messages
+
     def _fetch_recent(
-        self, log: ChatMemoryLog, conversation_id: str, budget: int
+        self,
+        log: ChatMemoryLog,
+        conversation_id: str,
+        budget: int,
+        first: list[StoredMessage] | None,
     ) -> tuple[list[StoredMessage], bool]:
+        if first is not None:
+            # Read before the system message was known: all of it if fewer came back than
+            # asked for; otherwise keep only what the budget allows.
+            return first[-budget:], len(first) < self.max_messages
         recent = log.find_recent(conversation_id, budget)
         return recent, len(recent) < budget
 
@@ -324,14 +359,24 @@ class TokenWindowChatMemory(_AsyncWindowMemory):
     def _size(self, message: Message) -> int:
         return self._size_fn(message)
 
+    def _first_read_size(self) -> int:
+        return self.page_size
+
     def _fetch_recent(
-        self, log: ChatMemoryLog, conversation_id: str, budget: int
+        self,
+        log: ChatMemoryLog,
+        conversation_id: str,
+        budget: int,
+        first: list[StoredMessage] | None,
     ) -> tuple[list[StoredMessage], bool]:
         pages: list[list[StoredMessage]] = []
         total = 0
         before = None
         while True:
-            page = log.find_recent(conversation_id, self.page_size, before=before)
+            if first is not None:
+                page, first = first, None
+            else:
+                page = log.find_recent(conversation_id, self.page_size, before=before)
             pages.append(page)
             total += sum(self._size(s.message) for s in page)
             if len(page) < self.page_size:

@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem.messages import Message, MessageType
 
-__all__ = ["ChatMemoryLog", "ChatMemoryRepository"]
+__all__ = ["ChatMemoryLog", "ChatMemoryRepository", "WindowReader"]
 
 
 @runtime_checkable
@@ -172,4 +172,24 @@ class ChatMemoryLog(ChatMemoryRepository, Protocol):
 
     def close(self) -> None:
         """Release the connections this repository owns (none if it was handed a client)."""
+        ...
+
+
+@runtime_checkable
+class WindowReader(Protocol):
+    """Optional: read the system message and the newest messages in one round trip.
+
+    Chat memories use it when a repository has it, so a memory read costs one round trip
+    instead of two. The answer must equal ``find_system_message`` plus ``find_recent``.
+    """
+
+    def find_window(
+        self, conversation_id: str, limit: int
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        """Return the current system message and the newest ``limit`` non-system messages.
+
+        Args:
+            conversation_id: The conversation.
+            limit: How many non-system messages at most, returned oldest first.
+        """
         ...

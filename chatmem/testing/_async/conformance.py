@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import pytest
 
 from chatmem._async.memory import AsyncMessageWindowChatMemory
-from chatmem._async.repository import AsyncChatMemoryLog
+from chatmem._async.repository import AsyncChatMemoryLog, AsyncWindowReader
 from chatmem._concurrency import async_run_all, async_sleep
 from chatmem._records import Position, StoredMessage
 from chatmem.conversation_ids import scoped_conversation_id
@@ -253,6 +253,26 @@ class AsyncRepositoryConformance:
         assert latest_assistant is not None
         assert latest_assistant.message.text == "a1"  # type: ignore[union-attr]
         assert await repository.find_latest(cid, MessageType.TOOL) is None
+
+    @pytest.mark.asyncio
+    async def test_find_window_matches_separate_reads(
+        self, repository: AsyncChatMemoryLog, cid: str
+    ) -> None:
+        if not isinstance(repository, AsyncWindowReader):
+            pytest.skip("optional capability: this repository has no combined window read")
+        assert await repository.find_window(cid, 5) == (None, [])
+        await repository.append(cid, [UserMessage(f"u{i}") for i in range(3)])
+        assert await repository.find_window(cid, 5) == (None, await repository.find_recent(cid, 5))
+        await repository.append(
+            cid, [SystemMessage("s1"), AssistantMessage("a"), SystemMessage("s2")]
+        )
+        system, recent = await repository.find_window(cid, 2)
+        assert system == await repository.find_system_message(cid)
+        assert system is not None
+        assert system.message.text == "s2"  # type: ignore[union-attr]
+        assert recent == await repository.find_recent(cid, 2)
+        assert _texts([s.message for s in recent]) == ["u2", "a"]
+        assert (await repository.find_window(cid, 0))[1] == []
 
     # -- listing and owners ------------------------------------------------------------------
 

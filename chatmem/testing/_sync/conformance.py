@@ -30,7 +30,7 @@ import pytest
 from chatmem._concurrency import run_all, sleep
 from chatmem._records import Position, StoredMessage
 from chatmem._sync.memory import MessageWindowChatMemory
-from chatmem._sync.repository import ChatMemoryLog
+from chatmem._sync.repository import ChatMemoryLog, WindowReader
 from chatmem.conversation_ids import scoped_conversation_id
 from chatmem.exceptions import InvalidConversationIdError, MessageDecodeError
 from chatmem.messages import (
@@ -231,6 +231,21 @@ class RepositoryConformance:
         assert latest_assistant is not None
         assert latest_assistant.message.text == "a1"  # type: ignore[union-attr]
         assert repository.find_latest(cid, MessageType.TOOL) is None
+
+    def test_find_window_matches_separate_reads(self, repository: ChatMemoryLog, cid: str) -> None:
+        if not isinstance(repository, WindowReader):
+            pytest.skip("optional capability: this repository has no combined window read")
+        assert repository.find_window(cid, 5) == (None, [])
+        repository.append(cid, [UserMessage(f"u{i}") for i in range(3)])
+        assert repository.find_window(cid, 5) == (None, repository.find_recent(cid, 5))
+        repository.append(cid, [SystemMessage("s1"), AssistantMessage("a"), SystemMessage("s2")])
+        system, recent = repository.find_window(cid, 2)
+        assert system == repository.find_system_message(cid)
+        assert system is not None
+        assert system.message.text == "s2"  # type: ignore[union-attr]
+        assert recent == repository.find_recent(cid, 2)
+        assert _texts([s.message for s in recent]) == ["u2", "a"]
+        assert (repository.find_window(cid, 0))[1] == []
 
     # -- listing and owners ------------------------------------------------------------------
 
