@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
+from sqlalchemy.engine import ExceptionContext
 
 from chatmem._records import Position
 from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
 from chatmem_repositories.sql import AsyncSqlChatMemoryRepository, SqlChatMemoryRepository
+from chatmem_repositories.sql._drivers import core_engine
+from chatmem_repositories.sql._errors import is_retryable
 from tests.conftest import server_url
+
+T = TypeVar("T")
 
 PREFIX = "chatmem_test_"
 BACKENDS = ["sqlite", "postgresql", "mariadb"]
@@ -24,6 +29,29 @@ def sql_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         path = tmp_path_factory.mktemp("sqlite") / "chat.db"
         return f"sqlite:///{path}"
     return server_url(request.param)
+
+
+# Deadlocks and serialization failures seen by any repository of this module. The
+# repository retries them, which would hide them; the suite's 16 concurrent writers must
+# cause none, so every test checks this stays empty.
+RETRYABLE_ERRORS: list[str] = []
+
+
+def _record_retryable(context: ExceptionContext) -> None:
+    if is_retryable(context.sqlalchemy_exception or context.original_exception):
+        RETRYABLE_ERRORS.append(str(context.original_exception))
+
+
+def _watch(repository: T) -> T:
+    event.listen(core_engine(repository._engine), "handle_error", _record_retryable)  # type: ignore[attr-defined]
+    return repository
+
+
+@pytest.fixture(autouse=True)
+def no_deadlocks() -> Iterator[None]:
+    RETRYABLE_ERRORS.clear()
+    yield
+    assert RETRYABLE_ERRORS == [], f"{len(RETRYABLE_ERRORS)} deadlock/serialization errors"
 
 
 def _corrupt_statement(repository: Any, conversation_id: str, position: Position) -> Any:
@@ -41,8 +69,10 @@ class TestSqlAsync(AsyncRepositoryConformance):
         self, sql_url: str
     ) -> Callable[..., Awaitable[AsyncSqlChatMemoryRepository]]:
         async def factory(**options: Any) -> AsyncSqlChatMemoryRepository:
-            return AsyncSqlChatMemoryRepository.from_url(
-                sql_url, table_prefix=PREFIX, initialize_schema="always", **options
+            return _watch(
+                AsyncSqlChatMemoryRepository.from_url(
+                    sql_url, table_prefix=PREFIX, initialize_schema="always", **options
+                )
             )
 
         return factory
@@ -58,8 +88,10 @@ class TestSqlSync(RepositoryConformance):
     @pytest.fixture
     def repository_factory(self, sql_url: str) -> Callable[..., SqlChatMemoryRepository]:
         def factory(**options: Any) -> SqlChatMemoryRepository:
-            return SqlChatMemoryRepository.from_url(
-                sql_url, table_prefix=PREFIX, initialize_schema="always", **options
+            return _watch(
+                SqlChatMemoryRepository.from_url(
+                    sql_url, table_prefix=PREFIX, initialize_schema="always", **options
+                )
             )
 
         return factory

@@ -94,6 +94,7 @@ def engine_arguments(
     connect_timeout: timedelta,
     pool_size: int,
     max_overflow: int,
+    pool_pre_ping: bool = False,
 ) -> tuple[URL, dict[str, Any]]:
     """Return the URL (with a suitable driver) and keyword arguments for ``create_engine``.
 
@@ -106,6 +107,7 @@ def engine_arguments(
         connect_timeout: Bound on connecting (and on replies where the driver allows it).
         pool_size: Connections kept open.
         max_overflow: Extra connections under load.
+        pool_pre_ping: Test each connection on checkout (one more round trip per call).
 
     Raises:
         ConfigurationError: If the URL cannot be parsed.
@@ -116,7 +118,7 @@ def engine_arguments(
         raise ConfigurationError(f"invalid SQL repository URL: {exc}") from None
     kwargs: dict[str, Any] = {
         "connect_args": _connect_args(parsed, connect_timeout),
-        "pool_pre_ping": True,
+        "pool_pre_ping": pool_pre_ping,
     }
     memory = parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
     if not memory:

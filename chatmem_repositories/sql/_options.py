@@ -31,6 +31,10 @@ class SqlOptions(BaseModel):
     max_overflow: int = Field(default=20, ge=0)
     """Extra connections opened under load beyond ``pool_size``."""
 
+    pool_pre_ping: bool = False
+    """Test every pooled connection before use. Off by default: it costs a round trip per
+    call, and the repository instead retries once on a connection the server dropped."""
+
     @field_validator("table_prefix")
     @classmethod
     def _valid_prefix(cls, value: str) -> str:

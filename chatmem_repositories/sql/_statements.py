@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from sqlalchemy import (
     ColumnElement,
+    CompoundSelect,
     Delete,
     Insert,
     Select,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     null,
     or_,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
@@ -231,6 +233,24 @@ class Statements:
             .where(c.conversation_id == conversation_id)
             .with_for_update()
         )
+
+    def counter_and_ids(
+        self, conversation_id: str, ids: Collection[str]
+    ) -> CompoundSelect[Any, Any, Any]:
+        """``(next_position, first_position, NULL)`` then ``(NULL, NULL, id)`` per stored id.
+
+        For MySQL/MariaDB after the upsert: one round trip instead of two. No FOR UPDATE is
+        needed: the upsert holds the row lock, and this first plain read of the transaction
+        sees every commit made before it, plus our own update.
+        """
+        c, m = self.conversations.c, self.messages.c
+        counter = select(c.next_position, c.first_position, null().label("message_id")).where(
+            c.conversation_id == conversation_id
+        )
+        existing = select(null(), null(), m.message_id).where(
+            m.conversation_id == conversation_id, m.message_id.in_(list(ids))
+        )
+        return union_all(counter, existing)
 
     def existing_ids(self, conversation_id: str, ids: Collection[str]) -> Select[Any]:
         """Message ids of the batch that the conversation already holds."""

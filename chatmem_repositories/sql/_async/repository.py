@@ -47,6 +47,20 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _should_retry(exc: BaseException, attempt: int) -> bool:
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        # A pooled connection the server dropped (restart, idle timeout): the pool is now
+        # invalidated, so one more try reconnects. Every operation is safe to repeat
+        # (appends are idempotent by message id). Cheaper than pinging on every checkout.
+        return attempt < 2
+    return attempt < _ATTEMPTS and is_retryable(exc)
+
+
+def _text(value: Any) -> str:
+    # Ids read through a UNION come back raw: bytes from MySQL's VARBINARY.
+    return bytes(value).decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
+
+
 def _chunks(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [rows[i : i + INSERT_CHUNK] for i in range(0, len(rows), INSERT_CHUNK)]
 
@@ -125,6 +139,7 @@ class AsyncSqlChatMemoryRepository:
             connect_timeout=parsed.connect_timeout,
             pool_size=parsed.pool_size,
             max_overflow=parsed.max_overflow,
+            pool_pre_ping=parsed.pool_pre_ping,
         )
         try:
             engine = async_create_engine(sa_url, **kwargs)
@@ -178,12 +193,16 @@ class AsyncSqlChatMemoryRepository:
 
     async def _fetch(self, statement: Any) -> list[Any]:
         await self._ensure_schema()
-        try:
-            async with self._read_engine.connect() as connection:
-                result = await connection.execute(statement)
-                return list(result.all())
-        except _ERRORS as exc:
-            raise map_error(exc, self._backend) from exc
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._read_engine.connect() as connection:
+                    result = await connection.execute(statement)
+                    return list(result.all())
+            except _ERRORS as exc:
+                if not _should_retry(exc, attempt):
+                    raise map_error(exc, self._backend) from exc
 
     async def _write(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         await self._ensure_schema()
@@ -194,9 +213,8 @@ class AsyncSqlChatMemoryRepository:
                 async with self._engine.begin() as connection:
                     return await work(connection)
             except _ERRORS as exc:
-                if attempt < _ATTEMPTS and is_retryable(exc):
-                    continue
-                raise map_error(exc, self._backend) from exc
+                if not _should_retry(exc, attempt):
+                    raise map_error(exc, self._backend) from exc
 
     def _expiry(self, now: datetime) -> datetime | None:
         return None if self._ttl is None else now + self._ttl
@@ -209,24 +227,36 @@ class AsyncSqlChatMemoryRepository:
         now: datetime,
         *,
         replace: bool = False,
-    ) -> int:
-        """Lock (or create) the conversation row, reserve positions, return the first."""
+    ) -> tuple[int, set[str] | None]:
+        """Lock (or create) the conversation row and reserve positions.
+
+        Returns:
+            The first reserved position, and the batch's ids already stored where this
+            dialect reads them in the same round trip (else ``None``).
+        """
         sql, expires_at = self._sql, self._expiry(now)
+        existing: set[str] | None = None
         if sql.reservation == "returning":
             statement = sql.reserve(conversation_id, batch, now, expires_at, replace=replace)
             row = (await connection.execute(statement)).one()
+        elif sql.reservation == "mysql":
+            statement = sql.reserve(conversation_id, batch, now, expires_at, replace=replace)
+            await connection.execute(statement)
+            ids = [m.id for m in batch.messages[:INSERT_CHUNK]]
+            rows = (await connection.execute(sql.counter_and_ids(conversation_id, ids))).all()
+            row = next(r for r in rows if r[0] is not None)
+            existing = {_text(r[2]) for r in rows if r[0] is None}
+            if len(batch.messages) > INSERT_CHUNK:
+                existing = None  # big batch: _insert looks the ids up chunk by chunk
         else:
-            if sql.reservation == "mysql":
-                statement = sql.reserve(conversation_id, batch, now, expires_at, replace=replace)
-                await connection.execute(statement)
-            else:
-                await self._reserve_generic(connection, conversation_id, batch, now, replace)
+            await self._reserve_generic(connection, conversation_id, batch, now, replace)
             row = (await connection.execute(sql.counter(conversation_id))).one()
         start = int(row[0]) - len(batch.messages)
         if int(row[1]) == start:
             # This write revived an expired conversation: its old messages go.
             await connection.execute(sql.delete_messages(conversation_id, before=start))
-        return start
+            existing = set()
+        return start, existing
 
     async def _reserve_generic(
         self,
@@ -247,22 +277,27 @@ class AsyncSqlChatMemoryRepository:
             await connection.execute(bump)  # another writer created it first
 
     async def _insert(
-        self, connection: AsyncConnection, conversation_id: str, rows: list[dict[str, Any]]
+        self,
+        connection: AsyncConnection,
+        conversation_id: str,
+        rows: list[dict[str, Any]],
+        existing: set[str] | None,
     ) -> set[int]:
         """Insert rows whose message id is not stored yet; return the positions stored."""
         sql = self._sql
         stored: set[int] = set()
-        if sql.skip_conflicts:
+        if existing is None and sql.skip_conflicts:
             for chunk in _chunks(rows):
                 result = await connection.execute(sql.insert_messages(chunk, skip_conflicts=True))
                 stored.update(int(r[0]) for r in result.all())
             return stored
         # We hold the conversation's row lock, so no other writer can add these ids meanwhile.
-        existing: set[str] = set()
-        for chunk in _chunks(rows):
-            ids = [r["message_id"] for r in chunk]
-            result = await connection.execute(sql.existing_ids(conversation_id, ids))
-            existing.update(r[0] for r in result.all())
+        if existing is None:
+            existing = set()
+            for chunk in _chunks(rows):
+                ids = [r["message_id"] for r in chunk]
+                result = await connection.execute(sql.existing_ids(conversation_id, ids))
+                existing.update(r[0] for r in result.all())
         fresh = [r for r in rows if r["message_id"] not in existing]
         for chunk in _chunks(fresh):
             await connection.execute(sql.insert_messages(chunk, skip_conflicts=False))
@@ -290,7 +325,7 @@ class AsyncSqlChatMemoryRepository:
         now = _now()
 
         async def work(connection: AsyncConnection) -> None:
-            start = await self._reserve(connection, conversation_id, batch, now, replace=True)
+            start, _ = await self._reserve(connection, conversation_id, batch, now, replace=True)
             await connection.execute(self._sql.delete_messages(conversation_id))
             for chunk in _chunks(batch.rows(conversation_id, start)):
                 await connection.execute(self._sql.insert_messages(chunk, skip_conflicts=False))
@@ -321,10 +356,9 @@ class AsyncSqlChatMemoryRepository:
         now = _now()
 
         async def work(connection: AsyncConnection) -> list[StoredMessage]:
-            start = await self._reserve(connection, conversation_id, batch, now)
-            stored = await self._insert(
-                connection, conversation_id, batch.rows(conversation_id, start)
-            )
+            start, existing = await self._reserve(connection, conversation_id, batch, now)
+            rows = batch.rows(conversation_id, start)
+            stored = await self._insert(connection, conversation_id, rows, existing)
             offset = batch.system_offset
             if offset is not None and start + offset not in stored:
                 # The reserved system position went to a duplicate: point at the real one.
