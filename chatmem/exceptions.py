@@ -12,7 +12,11 @@ catches them all. The tree::
     │   └── MessageDecodeError                 a stored record cannot be decoded
     ├── ChatModelError                         the chat model failed
     │   ├── ChatModelHTTPError                 the provider answered with an error status
+    │   ├── ChatModelConnectionError           the provider cannot be reached or went away
+    │   │   └── ChatModelTimeoutError          the provider did not answer in time
     │   └── ChatModelResponseError             the provider's answer makes no sense
+    ├── ToolExecutionError                     running the model's tool calls failed
+    │   └── ToolIterationLimitError            the model kept calling tools past the bound
     └── AdvisorError                           an advisor refused the request
         └── MissingConversationIdError (also ValueError)
 
@@ -24,9 +28,11 @@ from __future__ import annotations
 __all__ = [
     "AdvisorError",
     "ChatMemError",
+    "ChatModelConnectionError",
     "ChatModelError",
     "ChatModelHTTPError",
     "ChatModelResponseError",
+    "ChatModelTimeoutError",
     "ConfigurationError",
     "InvalidConversationIdError",
     "MessageDecodeError",
@@ -34,6 +40,8 @@ __all__ = [
     "RepositoryConnectionError",
     "RepositoryError",
     "RepositoryTimeoutError",
+    "ToolExecutionError",
+    "ToolIterationLimitError",
 ]
 
 
@@ -117,8 +125,24 @@ class ChatModelHTTPError(ChatModelError):
         return (_rebuild, (type(self), self.args, self.__dict__))
 
 
+class ChatModelConnectionError(ChatModelError):
+    """The model provider cannot be reached, or the connection broke mid-answer."""
+
+
+class ChatModelTimeoutError(ChatModelConnectionError):
+    """The model provider did not answer within the configured time."""
+
+
 class ChatModelResponseError(ChatModelError):
     """The model provider's answer is malformed or incomplete."""
+
+
+class ToolExecutionError(ChatMemError):
+    """Running the model's tool calls failed in a way the model cannot be told about."""
+
+
+class ToolIterationLimitError(ToolExecutionError):
+    """The model kept calling tools past the client's ``max_tool_iterations``."""
 
 
 class AdvisorError(ChatMemError):

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from chatmem.exceptions import ChatModelError
+from chatmem.exceptions import ChatModelConnectionError, ChatModelTimeoutError
 from chatmem.messages import AssistantMessage, Message, ToolCall
 
 __all__ = [
@@ -32,14 +32,6 @@ __all__ = [
     "Usage",
     "aggregate_chunks",
 ]
-
-
-class ChatModelConnectionError(ChatModelError):
-    """The model provider cannot be reached, or the connection broke mid-answer."""
-
-
-class ChatModelTimeoutError(ChatModelConnectionError):
-    """The model provider did not answer within the configured time."""
 
 
 @dataclass(frozen=True, slots=True)

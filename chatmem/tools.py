@@ -24,7 +24,7 @@ from typing import Any, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, create_model
 
-from chatmem.exceptions import ChatMemError
+from chatmem.exceptions import ToolExecutionError, ToolIterationLimitError
 from chatmem.messages import ToolCall
 from chatmem.model import ToolDefinition
 
@@ -45,14 +45,6 @@ ToolErrorHandler = Callable[[ToolCall, Exception], str]
 """Turns a failed tool call into the text the model sees (or raises to abort the request)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ToolExecutionError(ChatMemError):
-    """Running the model's tool calls failed in a way the model cannot be told about."""
-
-
-class ToolIterationLimitError(ToolExecutionError):
-    """The model kept calling tools past the client's ``max_tool_iterations``."""
 
 
 def default_tool_error_handler(call: ToolCall, error: Exception) -> str:

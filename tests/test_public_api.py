@@ -19,6 +19,11 @@ PUBLIC_MODULES = [
     "chatmem.tokens",
     "chatmem.window",
     "chatmem.testing",
+    "chatmem.client",
+    "chatmem.model",
+    "chatmem.advisor",
+    "chatmem.tools",
+    "chatmem.openai",
     "chatmem_repositories",
     "chatmem_advisors",
 ]
