@@ -77,6 +77,26 @@ def _stop_later(server: PrivatePostgres, delay: float, stopped_at: list[float]) 
     return thread
 
 
+def _write_until_error(
+    repository: SqlChatMemoryRepository, cid: str, acknowledged: list[str]
+) -> None:
+    deadline = time.monotonic() + 60  # bounded even if the error never comes
+    while time.monotonic() < deadline:
+        message = UserMessage(f"m{len(acknowledged)}")
+        repository.append(cid, [message])
+        acknowledged.append(message.id)
+
+
+async def _async_write_until_error(
+    repository: AsyncSqlChatMemoryRepository, cid: str, acknowledged: list[str]
+) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        message = UserMessage(f"m{len(acknowledged)}")
+        await repository.append(cid, [message])
+        acknowledged.append(message.id)
+
+
 def test_writer_gets_connection_error_then_nothing_acknowledged_is_lost(
     postgres: PrivatePostgres,
 ) -> None:
@@ -89,12 +109,8 @@ def test_writer_gets_connection_error_then_nothing_acknowledged_is_lost(
     try:
         repository.append(cid, [UserMessage("warm-up")])
         stopper = _stop_later(postgres, 0.5, stopped_at)
-        deadline = time.monotonic() + 60
         with pytest.raises(RepositoryConnectionError) as caught:
-            while time.monotonic() < deadline:
-                message = UserMessage(f"m{len(acknowledged)}")
-                repository.append(cid, [message])
-                acknowledged.append(message.id)
+            _write_until_error(repository, cid, acknowledged)
         failed_at = time.monotonic()
         stopper.join()
         assert stopped_at, "the writer failed before the server was stopped"
@@ -125,12 +141,8 @@ async def test_async_writer_gets_connection_error_then_nothing_acknowledged_is_l
     try:
         await repository.append(cid, [UserMessage("warm-up")])
         stopper = _stop_later(postgres, 0.5, stopped_at)
-        deadline = time.monotonic() + 60
         with pytest.raises(RepositoryConnectionError):
-            while time.monotonic() < deadline:
-                message = UserMessage(f"m{len(acknowledged)}")
-                await repository.append(cid, [message])
-                acknowledged.append(message.id)
+            await _async_write_until_error(repository, cid, acknowledged)
         failed_at = time.monotonic()
         stopper.join()
         assert stopped_at
