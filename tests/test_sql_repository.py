@@ -1,0 +1,305 @@
+"""SQL-specific behaviour beyond the conformance suite: DDL, options, statements per turn."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, event, text
+
+from chatmem import AssistantMessage, MessageWindowChatMemory, SystemMessage, UserMessage
+from chatmem.conversation_ids import scoped_conversation_id
+from chatmem.exceptions import ConfigurationError, RepositoryError
+from chatmem_repositories import create_async_repository, create_repository
+from chatmem_repositories.sql import (
+    AsyncSqlChatMemoryRepository,
+    SqlChatMemoryRepository,
+    schema_ddl,
+)
+from chatmem_repositories.sql._drivers import engine_arguments
+from tests.conftest import server_url
+
+PREFIX = "chatmem_test_"
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'chat.db'}"
+    return server_url(request.param)
+
+
+@pytest.fixture
+def repository(url: str) -> Iterator[SqlChatMemoryRepository]:
+    repository = SqlChatMemoryRepository.from_url(
+        url, table_prefix=PREFIX, initialize_schema="always"
+    )
+    try:
+        yield repository
+    finally:
+        repository.close()
+
+
+@pytest.fixture
+def cid() -> str:
+    return f"sql-{uuid.uuid4()}"
+
+
+# -- schema -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "mysql", "mariadb", "mssql", "oracle"])
+def test_ddl_compiles_for_every_dialect(dialect: str) -> None:
+    ddl = SqlChatMemoryRepository.schema_ddl(dialect, "app_")
+    assert ddl.count("CREATE TABLE") == 2
+    assert "app_conversations" in ddl
+    assert "app_messages" in ddl
+    assert "app_messages_window" in ddl
+
+
+def test_ddl_uses_types_that_hold_big_messages_and_exact_ids() -> None:
+    assert "LONGTEXT" in schema_ddl("mysql")
+    assert "VARBINARY(2048)" in schema_ddl("mariadb")
+    mssql = schema_ddl("mssql")
+    assert "NVARCHAR(max)" in mssql
+    assert "DATETIME2(6)" in mssql
+    assert "_BIN2" in mssql
+    assert "CLOB" in schema_ddl("oracle")
+
+
+@pytest.mark.parametrize("prefix", ["", "1x", "x; DROP TABLE t", "a-b", "x" * 31, "ü"])
+def test_table_prefix_must_be_an_identifier(prefix: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="table_prefix"):
+        SqlChatMemoryRepository.from_url(f"sqlite:///{tmp_path}/x.db", table_prefix=prefix)
+
+
+def test_initialize_schema_never_leaves_tables_alone(tmp_path: Path) -> None:
+    with (
+        SqlChatMemoryRepository.from_url(
+            f"sqlite:///{tmp_path}/x.db", initialize_schema="never"
+        ) as repository,
+        pytest.raises(RepositoryError, match="no such table"),
+    ):
+        repository.find_recent("c", 5)
+
+
+def test_embedded_creates_tables_on_sqlite_by_default(tmp_path: Path) -> None:
+    with SqlChatMemoryRepository.from_url(f"sqlite:///{tmp_path}/x.db") as repository:
+        repository.append("c", [UserMessage("hi")])
+        assert [s.message.text for s in repository.find_recent("c", 5)] == ["hi"]  # type: ignore[union-attr]
+
+
+# -- options and URLs ---------------------------------------------------------------------------
+
+
+def test_unknown_option_is_named_with_a_suggestion(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"tabel_prefix.*did you mean 'table_prefix'"):
+        SqlChatMemoryRepository.from_url(f"sqlite:///{tmp_path}/x.db", tabel_prefix="x_")
+
+
+def test_url_options_are_ours_and_the_rest_go_to_the_driver(tmp_path: Path) -> None:
+    repository = create_repository(
+        f"sqlite:///{tmp_path}/x.db?ttl=60&table_prefix=viaurl_&check_same_thread=false"
+    )
+    try:
+        assert isinstance(repository, SqlChatMemoryRepository)
+        assert repository._ttl == timedelta(seconds=60)
+        assert repository._tables.messages.name == "viaurl_messages"
+        assert "check_same_thread" in str(repository._engine.url)
+        assert "ttl" not in str(repository._engine.url)
+    finally:
+        repository.close()
+
+
+@pytest.mark.parametrize(
+    ("given", "is_async", "driver"),
+    [
+        ("postgresql://u:p@h/db", False, "postgresql+psycopg"),
+        ("postgresql://u:p@h/db", True, "postgresql+psycopg"),
+        ("postgresql+asyncpg://u:p@h/db", True, "postgresql+asyncpg"),
+        ("mysql://u:p@h/db", False, "mysql+pymysql"),
+        ("mysql+pymysql://u:p@h/db", True, "mysql+aiomysql"),
+        ("mariadb://u:p@h/db", True, "mariadb+aiomysql"),
+        ("sqlite:///x.db", False, "sqlite"),
+        ("sqlite:///x.db", True, "sqlite+aiosqlite"),
+    ],
+)
+def test_driver_mapping(given: str, is_async: bool, driver: str) -> None:
+    sa_url, kwargs = engine_arguments(
+        given,
+        is_async=is_async,
+        connect_timeout=timedelta(seconds=4),
+        pool_size=5,
+        max_overflow=10,
+    )
+    assert sa_url.drivername == driver
+    if "psycopg" in driver:
+        assert kwargs["connect_args"]["connect_timeout"] == 4
+
+
+def test_repr_hides_the_password() -> None:
+    repository = SqlChatMemoryRepository.from_url("postgresql://user:s3cret@127.0.0.1:1/db")
+    try:
+        assert "s3cret" not in repr(repository)
+        assert "***" in repr(repository)
+    finally:
+        repository.close()
+
+
+def test_a_handed_engine_is_not_disposed(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path}/x.db")
+    try:
+        with SqlChatMemoryRepository(engine, table_prefix="handed_") as repository:
+            repository.append("c", [UserMessage("hi")])
+        with engine.connect() as connection:  # still usable: the pool was not disposed
+            assert connection.execute(text("SELECT count(*) FROM handed_messages")).scalar() == 1
+    finally:
+        engine.dispose()
+
+
+def test_unreachable_server_fails_fast_and_clearly() -> None:
+    from chatmem.exceptions import RepositoryConnectionError
+
+    repository = SqlChatMemoryRepository.from_url(
+        "postgresql://test:pw@127.0.0.1:1/db", connect_timeout=2, initialize_schema="never"
+    )
+    try:
+        with pytest.raises(RepositoryConnectionError) as caught:
+            repository.find_recent("c", 5)
+        assert "pw" not in str(caught.value)
+    finally:
+        repository.close()
+
+
+# -- behaviour on every database -----------------------------------------------------------
+
+
+def test_hostile_search_terms_match_literally(
+    repository: SqlChatMemoryRepository, cid: str
+) -> None:
+    texts = ["50% off", "5000 off", "a_b", "aXb", "c:\\dir", "c:dir", "O'Brien", 'say "hi"']
+    repository.append(cid, [UserMessage(t) for t in texts])
+
+    def found(term: str) -> list[str]:
+        return [s.message.text for s in repository.find_history(cid, text=term)]  # type: ignore[union-attr]
+
+    assert found("0%") == ["50% off"]
+    assert found("%") == ["50% off"]
+    assert found("a_b") == ["a_b"]
+    assert found("_") == ["a_b"]
+    assert found("\\d") == ["c:\\dir"]
+    assert found("'b") == ["O'Brien"]
+    assert found('"hi"') == ['say "hi"']
+    assert found("%' OR '1'='1") == []
+    assert found("/") == []  # the LIKE escape character itself is literal too
+
+
+def test_hostile_owner_and_ids_are_exact(repository: SqlChatMemoryRepository) -> None:
+    owner = f"%_{uuid.uuid4()}\\"
+    mine = scoped_conversation_id(owner, "c'1")
+    similar = scoped_conversation_id(owner.replace("%", "x"), "c'1")
+    spaced = mine + " "
+    for conversation_id in (mine, similar, spaced):
+        repository.append(conversation_id, [UserMessage(conversation_id)])
+    page = repository.list_conversations(owner=owner)
+    assert page.conversation_ids == sorted([mine, spaced])  # same owner; not the lookalike
+    for conversation_id in (mine, similar, spaced):  # trailing space is significant
+        texts = [m.text for m in repository.find_by_conversation_id(conversation_id)]  # type: ignore[union-attr]
+        assert texts == [conversation_id]
+    for conversation_id in (mine, similar, spaced):
+        repository.delete_by_conversation_id(conversation_id)
+
+
+def test_reappended_system_message_keeps_the_newest_current(
+    repository: SqlChatMemoryRepository, cid: str
+) -> None:
+    first = SystemMessage("first")
+    repository.append(cid, [first, UserMessage("u")])
+    repository.append(cid, [SystemMessage("second")])
+    assert repository.append(cid, [first]) == []
+    system = repository.find_system_message(cid)
+    assert system is not None
+    assert system.message.text == "second"  # type: ignore[union-attr]
+
+
+def test_expired_conversation_is_purged_and_can_start_again(url: str, cid: str) -> None:
+    with SqlChatMemoryRepository.from_url(
+        url, table_prefix=PREFIX, initialize_schema="always", ttl=0.5
+    ) as repository:
+        message = UserMessage("old")
+        repository.append(cid, [SystemMessage("s"), message])
+        import time
+
+        time.sleep(1.2)
+        assert repository.find_system_message(cid) is None
+        # Re-appending the same message id after expiry stores it again, in a fresh life.
+        assert len(repository.append(cid, [message])) == 1
+        assert repository.find_by_conversation_id(cid) == [message]
+        assert repository.find_system_message(cid) is None
+        other = f"{cid}-other"
+        repository.append(other, [UserMessage("x")])
+        time.sleep(1.2)
+        assert repository.purge_expired() >= 2
+        assert repository.find_conversation_ids() == [] or cid not in (
+            repository.find_conversation_ids()
+        )
+
+
+# -- statements per call ------------------------------------------------------------------------
+
+
+def count_statements(repository: Any) -> list[str]:
+    statements: list[str] = []
+    engine = repository._engine
+    target = getattr(engine, "sync_engine", engine)
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement.split(None, 1)[0].upper())
+
+    event.listen(target, "before_cursor_execute", record)
+    return statements
+
+
+def test_statements_per_turn(repository: SqlChatMemoryRepository, cid: str) -> None:
+    memory = MessageWindowChatMemory(repository, max_messages=20)
+    memory.add(cid, SystemMessage("be brief"))
+    for i in range(30):
+        memory.add(cid, [UserMessage(f"q{i}"), AssistantMessage(f"a{i}")])
+    statements = count_statements(repository)
+    memory.get(cid)
+    read = list(statements)
+    statements.clear()
+    memory.add(cid, UserMessage("next"))
+    append = list(statements)
+    mysql = repository._backend in ("mysql", "mariadb")
+    print(f"\n{repository._backend}: memory read {read}; append {append}")
+    assert read == ["SELECT", "SELECT"]  # system message + window, nothing else
+    assert append == (["INSERT", "SELECT", "INSERT"] if mysql else ["INSERT", "INSERT"])
+
+
+def test_window_read_uses_the_index_on_sqlite(tmp_path: Path) -> None:
+    with SqlChatMemoryRepository.from_url(f"sqlite:///{tmp_path}/x.db") as repository:
+        repository.append("c", [UserMessage("x")])
+        statement = repository._sql.window("c", 20, None, datetime.now(UTC))
+        compiled = statement.compile(repository._engine, compile_kwargs={"literal_binds": True})
+        with repository._engine.connect() as connection:
+            plan = " ".join(
+                str(row[-1]) for row in connection.execute(text(f"EXPLAIN QUERY PLAN {compiled}"))
+            )
+        assert "chatmem_messages_window" in plan
+        assert "TEMP B-TREE" not in plan  # no sort: the index gives the order
+
+
+async def test_async_create_repository_maps_sqlite_to_aiosqlite(tmp_path: Path) -> None:
+    repository = create_async_repository(f"sqlite:///{tmp_path}/x.db")
+    try:
+        assert isinstance(repository, AsyncSqlChatMemoryRepository)
+        assert repository._engine.url.drivername == "sqlite+aiosqlite"
+        await repository.append("c", [UserMessage("hi")])
+        assert len(await repository.find_recent("c", 5)) == 1
+    finally:
+        await repository.aclose()
