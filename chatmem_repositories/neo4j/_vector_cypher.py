@@ -102,16 +102,20 @@ class VectorStatements:
         )
         return _q(query), params
 
-    def search(self, where: VectorFilter) -> tuple[LiteralString, dict[str, Any]]:
+    def search(
+        self, where: VectorFilter, indexed_keys: Sequence[str] = ()
+    ) -> tuple[LiteralString, dict[str, Any]]:
         """Return the search statement and its filter parameters.
 
         Unfiltered searches use the vector index. Filtered ones score every matching node
-        exactly, found through the range index of the first indexed key: post-filtering the
-        index's global top k would return too few (or no) results for one conversation
-        among many, and never a wrong one, but recall would depend on the neighbours.
+        exactly, found through the range index of the first indexed key in the filter (a
+        planner hint: left alone, the planner may pick a less selective index, such as
+        ``owner`` over ``conversation_id``). Post-filtering the vector index's global top k
+        would return too few (or no) entries for one conversation among many.
 
         Args:
             where: The filter; empty means every document.
+            indexed_keys: Keys with a range index, most selective first.
         """
         if not where:
             query = (
@@ -120,8 +124,11 @@ class VectorStatements:
             )
             return _q(query), {"index": self.index_name}
         condition, params = _condition(where)
+        keys = {key for key, _ in where}
+        seek = next((k for k in indexed_keys if k in keys), None)
+        hint = f" USING INDEX n:{self.label}(meta_{seek})" if seek else ""
         query = (
-            f"MATCH (n:{self.label}) WHERE {condition} "
+            f"MATCH (n:{self.label}){hint} WHERE {condition} "
             "WITH n, vector.similarity.cosine(n.embedding, $vector) AS score "
             f"WHERE score >= $threshold {_RETURN} ORDER BY score DESC LIMIT $k"
         )

@@ -65,7 +65,8 @@ class AsyncNeo4jVectorStore:
         label: Node label of the documents.
         index_name: Vector index name; ``<label>_embedding`` by default.
         dimensions: Vector length; asked of the embedding model when ``None``.
-        indexed_keys: Metadata keys that get a range index; filter on them first.
+        indexed_keys: Metadata keys that get a range index, most selective first; a filtered
+            search seeks through the first of them that the filter names.
         create_schema: Create the constraint and indexes on first use.
 
     Raises:
@@ -272,7 +273,7 @@ class AsyncNeo4jVectorStore:
         condition = as_filter(where)
         await self._ensure_schema()
         checked = check_vector(vector, self._dimensions)
-        statement, params = self._statements.search(condition)
+        statement, params = self._statements.search(condition, self._indexed_keys)
         params.update(vector=checked, k=top_k, threshold=float(score_threshold))
         rows = await self._query("vector search", statement, params)
         return documents_from_rows(rows)
