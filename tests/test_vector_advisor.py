@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -36,6 +38,7 @@ from chatmem_advisors._long_term import (
     VECTOR_STORE_TOP_K,
 )
 from chatmem_advisors._sync.vector_store_advisor import VectorStoreChatMemoryAdvisor
+from tests.conftest import server_url
 
 FACT = "My favourite colour is teal"
 QUESTION = "What is my favourite colour?"
@@ -149,22 +152,63 @@ async def test_fact_is_recalled_async_and_streaming(server: OpenAITestServer) ->
 # -- isolation ---------------------------------------------------------------------------------
 
 
+@pytest.fixture(params=["memory", "neo4j", "cassandra"])
+def any_store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+    """Each vector store, with the hashing embedding model."""
+    model = HashingEmbeddingModel()
+    if request.param == "memory":
+        yield InMemoryVectorStore(model)
+        return
+    if request.param == "neo4j":
+        from chatmem_repositories.neo4j._sync.vector import Neo4jVectorStore
+
+        store = Neo4jVectorStore.from_url(server_url("neo4j"), model, label="VecAdvisorDocument")
+        try:
+            yield store
+        finally:
+            store.close()
+        return
+    from cassandra.cluster import Cluster
+
+    from chatmem_repositories.cassandra._sync.vector import CassandraVectorStore
+
+    parts = urlsplit(server_url("cassandra"))
+    cluster = Cluster([parts.hostname or "127.0.0.1"], port=parts.port or 9042)
+    try:
+        session = cluster.connect()
+        session.execute(
+            "CREATE KEYSPACE IF NOT EXISTS chatmem_vectors_test WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
+        yield CassandraVectorStore(
+            session, model, keyspace="chatmem_vectors_test", table="vec_advisor"
+        )
+    finally:
+        cluster.shutdown()
+
+
 def test_conversations_and_owners_never_recall_each_other(
-    server: OpenAITestServer, model: OpenAIChatModel, embeddings: OpenAIEmbeddingModel
+    server: OpenAITestServer, model: OpenAIChatModel, any_store: VectorStore
 ) -> None:
-    store = InMemoryVectorStore(embeddings)
-    client, _ = client_for(model, store, MessageWindowChatMemory(max_messages=2))
-    ids = [scoped_conversation_id(o, c) for o in ("alice", "bob") for c in ("c1", "c2")]
-    for cid in ids:
-        client.prompt().user(f"My favourite colour is secret {cid}").advisors(
-            {CONVERSATION_ID: cid}
-        ).call().content()
-    for cid in ids:
-        client.prompt().user(QUESTION).advisors({CONVERSATION_ID: cid}).call().content()
-        entries = section_entries(system_text(server.chat_requests[-1]))
-        texts = {e["text"] for e in entries}
-        assert f"My favourite colour is secret {cid}" in texts
-        assert not any(other in t for t in texts for other in ids if other != cid)
+    run = uuid.uuid4().hex[:8]
+    client, advisor = client_for(model, any_store, MessageWindowChatMemory(max_messages=2))
+    ids = [scoped_conversation_id(o, f"{c}-{run}") for o in ("alice", "bob") for c in ("c1", "c2")]
+    try:
+        for cid in ids:
+            client.prompt().user(f"My favourite colour is secret {cid}").advisors(
+                {CONVERSATION_ID: cid}
+            ).call().content()
+        for cid in ids:
+            client.prompt().user(QUESTION).advisors({CONVERSATION_ID: cid}).call().content()
+            entries = section_entries(system_text(server.chat_requests[-1]))
+            texts = {e["text"] for e in entries}
+            assert f"My favourite colour is secret {cid}" in texts
+            assert not any(other in t for t in texts for other in ids if other != cid)
+    finally:
+        for cid in ids:
+            advisor.clear(cid)
+        for cid in ids:
+            assert any_store.similarity_search("secret", where={"conversation_id": cid}) == []
 
 
 # -- prompt injection --------------------------------------------------------------------------
