@@ -277,7 +277,7 @@ def test_statements_per_turn(repository: SqlChatMemoryRepository, cid: str) -> N
     append = list(statements)
     mysql = repository._backend in ("mysql", "mariadb")
     print(f"\n{repository._backend}: memory read {read}; append {append}")
-    assert read == ["SELECT", "SELECT"]  # system message + window, nothing else
+    assert read == ["SELECT"]  # system message and window together, nothing else
     assert append == (["INSERT", "SELECT", "INSERT"] if mysql else ["INSERT", "INSERT"])
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import (
     CompoundSelect,
     Delete,
     Insert,
+    Integer,
     Select,
     Update,
     and_,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     false,
     func,
     insert,
+    literal,
     null,
     or_,
     select,
@@ -315,6 +317,20 @@ class Statements:
         if before is not None:
             statement = statement.where(m.position < before)
         return statement.order_by(m.position.desc()).limit(limit)
+
+    def window_and_system(
+        self, conversation_id: str, limit: int, now: datetime
+    ) -> CompoundSelect[Any, Any, Any]:
+        """The window and the system message in one statement: ``(is_system, position, body)``.
+
+        Each part stays a subquery on its own index; UNION ALL only concatenates them.
+        """
+        window = self.window(conversation_id, limit, None, now).subquery()
+        system = self.system(conversation_id, now).subquery()
+        return union_all(
+            select(literal(0, Integer), window.c.position, window.c.body),
+            select(literal(1, Integer), system.c.position, system.c.body),
+        )
 
     def system(self, conversation_id: str, now: datetime) -> Select[Any]:
         """The current system message through the conversation's reference (two key lookups)."""

@@ -56,6 +56,10 @@ def _should_retry(exc: BaseException, attempt: int) -> bool:
     return attempt < _ATTEMPTS and is_retryable(exc)
 
 
+def _position_of(stored: StoredMessage) -> int:
+    return int(stored.position)
+
+
 def _text(value: Any) -> str:
     # Ids read through a UNION come back raw: bytes from MySQL's VARBINARY.
     return bytes(value).decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
@@ -382,6 +386,26 @@ class AsyncSqlChatMemoryRepository:
             return []
         rows = await self._fetch(self._sql.window(conversation_id, limit, end, _now()))
         return [to_stored(row, conversation_id) for row in reversed(rows)]
+
+    async def find_window(
+        self, conversation_id: str, limit: int
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        """Return the current system message and the newest ``limit`` others, in one statement."""
+        check_limit(limit)
+        validate_conversation_id(conversation_id)
+        if limit == 0:
+            return await self.find_system_message(conversation_id), []
+        statement = self._sql.window_and_system(conversation_id, limit, _now())
+        system: StoredMessage | None = None
+        recent: list[StoredMessage] = []
+        for kind, position, body in await self._fetch(statement):
+            stored = to_stored((position, body), conversation_id)
+            if kind == 1:
+                system = stored
+            else:
+                recent.append(stored)
+        recent.sort(key=_position_of)
+        return system, recent
 
     async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the current system message through the conversation's reference."""
