@@ -150,11 +150,7 @@ def _turn_numbers(history: Sequence[Message]) -> dict[str, int]:
     return numbers
 
 
-def _why(message: Message, turn: int, window_ids: set[str], history: Sequence[Message]) -> str:
-    user_in_window = any(
-        isinstance(m, UserMessage) and m.id in window_ids and _turn_numbers(history)[m.id] == turn
-        for m in history
-    )
+def _why(turn: int, user_in_window: bool) -> str:
     if user_in_window:
         return (
             f"turn {turn} alone is bigger than the window: its user message and newest units "
@@ -171,8 +167,10 @@ def _evicted(
 ) -> list[tuple[Message, str]]:
     after_ids = {m.id for m in after}
     numbers = _turn_numbers(history)
+    # A turn whose user message is still in the window lost only some of its units.
+    partly_kept = {numbers[m.id] for m in after if isinstance(m, UserMessage) and m.id in numbers}
     gone = [m for m in [*before, *new] if m.id not in after_ids and m.id in numbers]
-    return [(m, _why(m, numbers[m.id], after_ids, history)) for m in gone]
+    return [(m, _why(numbers[m.id], numbers[m.id] in partly_kept)) for m in gone]
 
 
 def _print_turn(turn: _Turn) -> None:

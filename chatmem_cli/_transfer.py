@@ -139,18 +139,18 @@ def import_lines(
     """
     read = stored = 0
     batch: list[Message] = []
-    current: str | None = None
+    current = ""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         conversation_id, message = _parse_line(line, number)
         read += 1
         if batch and (conversation_id != current or len(batch) >= batch_size):
-            stored += len(repository.append(current, batch))  # type: ignore[arg-type]
+            stored += len(repository.append(current, batch))
             batch = []
         current = conversation_id
         batch.append(message)
-    if batch and current is not None:
+    if batch:
         stored += len(repository.append(current, batch))
     return read, stored
 
