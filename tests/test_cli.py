@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -324,3 +326,25 @@ def test_chat_remembers_through_an_openai_compatible_endpoint(
         "UserMessage",
         "AssistantMessage",
     ]
+
+
+def test_runs_as_a_module_and_lists_every_command() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "chatmem_cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "160"},
+    ).stdout
+    for command in (
+        "conversations",
+        "show",
+        "export",
+        "import",
+        "migrate",
+        "prune",
+        "doctor",
+        "chat",
+        "demo",
+    ):
+        assert command in out
