@@ -1,0 +1,201 @@
+"""Documents, filters and indexes of the MongoDB layout (no I/O), shared by both twins.
+
+Two collections:
+
+``<prefix>messages``: one document per message::
+
+    {conversation_id, gen, position, message_id, type, created_us, text, data}
+
+``data`` is the message encoded by :func:`chatmem.messages.encode_message` (the JSON text is
+the record of truth); the other fields exist for queries. ``created_us`` is microseconds since
+the epoch, exact where a BSON date would round to milliseconds. ``text`` is the searchable
+text. ``gen`` names the life of the conversation the message belongs to (see below).
+
+``<prefix>conversations``: one document per conversation::
+
+    {_id: conversation_id, owner, gen, last_position, updated_at, expires_at}
+
+``last_position`` is the position counter (``$inc`` reserves a block of positions);
+``expires_at`` the stored expiry when a TTL is configured. The unique indexes, not the
+counter, are what make positions and message ids unique: FerretDB 1.24 applies concurrent
+updates of one document without isolation (some ``$inc`` are lost), so a writer that finds its
+position taken moves on past the newest stored one. The current system message is the newest
+``type: "system"`` document, found through the ``(conversation_id, type, position)`` index
+rather than kept in the conversation document by a conditional update, which FerretDB could
+apply out of order. ``gen`` is set once when the document is created; messages left behind by
+a previous life of the same id (after a native TTL index removed the conversation document, or
+a delete raced an append) have another ``gen`` and are removed by the next creation.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pymongo import ASCENDING, IndexModel
+
+from chatmem._records import Position, StoredMessage
+from chatmem.exceptions import ConfigurationError, MessageDecodeError
+from chatmem.messages import Message, MessageType, decode_message, encode_message, searchable_text
+
+from ._errors import BACKEND
+
+__all__ = [
+    "CONVERSATION_INDEXES",
+    "MESSAGE_INDEXES",
+    "check_position",
+    "history_filter",
+    "is_expired",
+    "message_document",
+    "regex_literal",
+    "stored_from_document",
+    "to_micros",
+    "unique_messages",
+]
+
+MESSAGE_INDEXES = [
+    # Serves windows (backwards), history pages (forwards), delete_before, and reserves
+    # nothing twice: positions are unique per conversation.
+    IndexModel(
+        [("conversation_id", ASCENDING), ("position", ASCENDING)],
+        unique=True,
+        name="conversation_position",
+    ),
+    # Idempotency: a message id is stored at most once per conversation.
+    IndexModel(
+        [("conversation_id", ASCENDING), ("message_id", ASCENDING)],
+        unique=True,
+        name="conversation_message_id",
+    ),
+    # find_latest(type) and type-filtered history without walking other types.
+    IndexModel(
+        [("conversation_id", ASCENDING), ("type", ASCENDING), ("position", ASCENDING)],
+        name="conversation_type_position",
+    ),
+]
+"""Indexes of the messages collection."""
+
+CONVERSATION_INDEXES = [
+    IndexModel([("owner", ASCENDING), ("_id", ASCENDING)], name="owner_id"),
+]
+"""Indexes of the conversations collection (the expiry index is made separately)."""
+
+_NUL_STAND_IN = "\ufffd"  # FerretDB rejects NUL inside strings; only the search copy needs it
+
+
+def unique_messages(messages: Sequence[Message]) -> list[Message]:
+    """Drop repeats of a message id within one batch, keeping the first."""
+    seen: set[str] = set()
+    unique = []
+    for message in messages:
+        if message.id not in seen:
+            seen.add(message.id)
+            unique.append(message)
+    return unique
+
+
+def to_micros(moment: datetime) -> int:
+    """Microseconds since the epoch; a naive datetime is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def searchable(message: Message) -> str:
+    """The text stored for ``find_history(text=...)``."""
+    return searchable_text(message).replace("\x00", _NUL_STAND_IN)
+
+
+def message_document(
+    conversation_id: str, gen: Any, position: int, message: Message
+) -> dict[str, Any]:
+    """Build the stored document of one message."""
+    return {
+        "conversation_id": conversation_id,
+        "gen": gen,
+        "position": position,
+        "message_id": message.id,
+        "type": message.type.value,
+        "created_us": to_micros(message.created_at),
+        "text": searchable(message),
+        "data": encode_message(message),
+    }
+
+
+def stored_from_document(document: dict[str, Any], conversation_id: str) -> StoredMessage:
+    """Decode a stored message document.
+
+    Raises:
+        MessageDecodeError: If the record does not decode; the message names the conversation.
+    """
+    data = document.get("data")
+    if not isinstance(data, str):
+        raise MessageDecodeError(
+            f"stored message in conversation {conversation_id!r} has no JSON text",
+            conversation_id=conversation_id,
+            backend=BACKEND,
+        )
+    message = decode_message(data, conversation_id=conversation_id)
+    return StoredMessage(int(document["position"]), message)
+
+
+def is_expired(document: dict[str, Any] | None, now: datetime) -> bool:
+    """Tell whether a conversation document's stored expiry has passed."""
+    expires_at = None if document is None else document.get("expires_at")
+    if expires_at is None:
+        return False
+    if expires_at.tzinfo is None:  # clients built without tz_aware hand back naive UTC
+        expires_at = expires_at.replace(tzinfo=UTC)
+    return bool(expires_at <= now)
+
+
+def check_position(position: Position) -> int:
+    """Accept only positions this backend hands out (integers).
+
+    Raises:
+        ConfigurationError: For anything else.
+    """
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise ConfigurationError(f"MongoDB positions are integers, got {position!r}")
+    return position
+
+
+def regex_literal(text: str) -> str:
+    """Escape text so a ``$regex`` matches it literally, in PCRE (MongoDB) and RE2 (FerretDB).
+
+    Both engines read a backslash before ASCII punctuation as that character, so exactly the
+    ASCII punctuation is escaped and everything else stays as it is. NUL, which FerretDB
+    rejects in strings, becomes the stand-in the stored search text uses.
+    """
+    text = text.replace("\x00", _NUL_STAND_IN)
+    return "".join("\\" + c if c in string.punctuation else c for c in text)
+
+
+def history_filter(
+    conversation_id: str,
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    types: Collection[MessageType] | None,
+    text: str | None,
+    after: Position | None,
+) -> dict[str, Any]:
+    """The ``find`` filter of ``find_history``; every value is passed as a value."""
+    query: dict[str, Any] = {"conversation_id": conversation_id}
+    if after is not None:
+        query["position"] = {"$gt": check_position(after)}
+    created: dict[str, int] = {}
+    if since is not None:
+        created["$gte"] = to_micros(since)
+    if until is not None:
+        created["$lt"] = to_micros(until)
+    if created:
+        query["created_us"] = created
+    if types is not None:
+        query["type"] = {"$in": [MessageType(t).value for t in types]}
+    if text is not None:
+        query["text"] = {"$regex": regex_literal(text), "$options": "i"}
+    return query
