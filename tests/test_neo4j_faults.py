@@ -231,7 +231,7 @@ async def test_round_trips_per_memory_read_and_append(proxy: TcpProxy) -> None:
         await memory.get(cid)
         read_trips = proxy.round_trips
         await repository.delete_by_conversation_id(cid)
-    # One auto-commit statement per append (RUN and PULL sent together); a memory read is
-    # the window plus the system message: two, whatever the history length.
+    # One auto-commit statement per append (RUN and PULL sent together), and one per memory
+    # read (find_window: the window and the system message together), whatever the history.
     assert append_trips == 1, append_trips
-    assert read_trips == 2, read_trips
+    assert read_trips == 1, read_trips

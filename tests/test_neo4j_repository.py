@@ -45,7 +45,9 @@ def _operators(plan: Any) -> list[tuple[str, str]]:
 
 
 def _plan(repository: Neo4jChatMemoryRepository, query: str, **params: Any) -> list[str]:
-    summary = repository._driver.execute_query("EXPLAIN " + query, params).summary
+    # Auto-commit, as the repository runs them (some statements use IN TRANSACTIONS).
+    with repository._driver.session() as session:
+        summary = session.run("EXPLAIN " + query, params).consume()
     operators = _operators(summary.plan)
     return [f"{name} {details}" for name, details in operators]
 
@@ -53,14 +55,17 @@ def _plan(repository: Neo4jChatMemoryRepository, query: str, **params: Any) -> l
 # -- query plans ----------------------------------------------------------------------------
 
 
+_WINDOW_INDEX = "Message(conversation_id, generation, is_system, position)"
+
+
+@pytest.mark.parametrize("statement", ["window", "window_with_system"])
 def test_window_read_is_an_ordered_index_seek(
-    repository: Neo4jChatMemoryRepository, cid: str
+    repository: Neo4jChatMemoryRepository, cid: str, statement: str
 ) -> None:
     repository.append(cid, [SystemMessage("s")] + [UserMessage(f"m{i}") for i in range(50)])
-    statements = repository._statements
     plan = _plan(
         repository,
-        statements.window,
+        getattr(repository._statements, statement),
         cid=cid,
         is_system=False,
         before=NO_POSITION,
@@ -69,20 +74,26 @@ def test_window_read_is_an_ordered_index_seek(
     names = {line.split(" ")[0] for line in plan}
     assert not names & _SCANS, plan  # no label scan, and no sort: the index gives the order
     seeks = [line for line in plan if line.startswith("NodeIndexSeek")]
-    assert any("Message(conversation_id, is_system, position)" in s for s in seeks), plan
+    assert seeks, plan
+    assert all(_WINDOW_INDEX in s for s in seeks), plan
     assert any(line.startswith("Limit") for line in plan), plan
 
 
 @pytest.mark.parametrize(
     ("statement", "index", "params"),
     [
-        ("latest_of_type", "Message(conversation_id, type, position)", {"type": "user"}),
+        (
+            "latest_of_type",
+            "Message(conversation_id, generation, type, position)",
+            {"type": "user"},
+        ),
         (
             "history",
-            "Message(conversation_id, position)",
+            "Message(conversation_id, generation, position)",
             {"after": 0, "since": None, "until": None, "types": None, "needle": None, "limit": 5},
         ),
-        ("delete_before", "Message(conversation_id, is_system, position)", {"position": 3}),
+        ("delete_before", _WINDOW_INDEX, {"position": 3}),
+        ("sweep", "Message(conversation_id, generation, position)", {}),
     ],
 )
 def test_bounded_reads_use_their_index(

@@ -5,15 +5,23 @@ schema name derived from the validated ``label_prefix`` (labels cannot be parame
 
 The graph::
 
-    (:<P>Conversation {id, owner, next_position, created_at, updated_at, expires_at})
+    (:<P>Conversation {id, owner, generation, next_position, created_at, updated_at,
+                       expires_at, deleted})
         -[:HAS_MESSAGE]->
-    (:<P>Message {conversation_id, position, message_id, type, is_system, created_at,
-                  search_text, data})
+    (:<P>Message {conversation_id, generation, position, message_id, type, is_system,
+                  created_at, search_text, data})
 
-Reads find messages through composite range indexes that start with ``conversation_id``
-and end with ``position``; each ``ORDER BY`` lists every property of its index in index
-order, so the planner reads the index in order and stops after ``LIMIT`` rows instead of
-sorting the whole conversation.
+A conversation's visible messages are those of its current ``generation``. Deleting,
+replacing (``save_all``) or restarting an expired conversation bumps the generation in one
+small transaction, so the change is atomic however long the history; the retired messages
+are then removed in batches (``CALL ... IN TRANSACTIONS``), never in one huge transaction.
+A deleted conversation stays as a tombstone (``deleted = true``) until its messages are gone,
+so positions and generations never restart while old messages remain.
+
+Reads find messages through composite range indexes that start with ``(conversation_id,
+generation)`` and end with ``position``; each ``ORDER BY`` lists every property of its index
+in index order, so the planner reads the index in order and stops after ``LIMIT`` rows
+instead of sorting the whole conversation.
 """
 
 from __future__ import annotations
@@ -25,43 +33,46 @@ from chatmem_repositories.neo4j._config import check_label_prefix
 
 __all__ = ["Statements"]
 
-_LIVE = "coalesce(c.expires_at > timestamp(), true)"
+_LIVE = "c.deleted IS NULL AND coalesce(c.expires_at > timestamp(), true)"
 
-# Taking the conversation's write lock (the first SET) before reading its counter is what
-# serializes concurrent appenders: reads after the lock see the last committed counter.
+# Taking the conversation's write lock (the SET right after MERGE) before reading anything
+# from it is what serializes concurrent appenders. The node is matched again after the lock
+# because the planner may cache properties at the first lookup, before the lock: the second
+# match reads the values the previous lock holder committed.
 _LOCK_CONVERSATION = """
-MERGE (c:{C} {{id: $cid}})
-  ON CREATE SET c.owner = $owner, c.next_position = 1, c.created_at = timestamp()
-SET c.updated_at = timestamp()
-WITH c, coalesce(c.expires_at <= timestamp(), false) AS expired
+MERGE (l:{C} {{id: $cid}})
+  ON CREATE SET l.owner = $owner, l.generation = 1, l.next_position = 1,
+                l.created_at = timestamp()
+SET l.updated_at = timestamp()
+WITH l.id AS locked
+MATCH (c:{C} {{id: locked}})
+WITH c, c.deleted IS NOT NULL OR coalesce(c.expires_at <= timestamp(), false) AS stale
 """
 
 _CREATE_MESSAGES = """
-WITH c, restart, fresh, c.next_position AS base
+WITH c, retired, fresh, c.next_position AS base
 SET c.next_position = base + size(fresh),
     c.expires_at = CASE WHEN $ttl_ms IS NOT NULL THEN timestamp() + $ttl_ms
-                        WHEN restart THEN null ELSE c.expires_at END
-WITH c, fresh, base
+                        WHEN retired THEN null ELSE c.expires_at END
+WITH c, retired, fresh, base
 UNWIND range(0, size(fresh) - 1) AS i
-WITH c, fresh[i] AS msg, base + i AS position
+WITH c, retired, fresh[i] AS msg, base + i AS position
 CREATE (c)-[:HAS_MESSAGE]->(m:{M} {{
-  conversation_id: $cid, position: position, message_id: msg.id, type: msg.type,
-  is_system: msg.is_system, created_at: msg.created_at, search_text: msg.search_text,
-  data: msg.data}})
-RETURN msg.id AS id, position
+  conversation_id: $cid, generation: c.generation, position: position, message_id: msg.id,
+  type: msg.type, is_system: msg.is_system, created_at: msg.created_at,
+  search_text: msg.search_text, data: msg.data}})
+RETURN msg.id AS id, position, retired
 """
 
+# An expired or deleted conversation starts over in a new generation.
 _APPEND = (
     _LOCK_CONVERSATION
     + """
-CALL {{
-  WITH c, expired
-  WITH c WHERE expired
-  MATCH (c)-[:HAS_MESSAGE]->(old:{M})
-  DETACH DELETE old
-}}
-WITH c, expired AS restart, [msg IN $messages WHERE expired OR NOT EXISTS {{
-  MATCH (x:{M}) WHERE x.conversation_id = $cid AND x.message_id = msg.id
+SET c.generation = CASE WHEN stale THEN c.generation + 1 ELSE c.generation END
+REMOVE c.deleted
+WITH c, stale AS retired, [msg IN $messages WHERE stale OR NOT EXISTS {{
+  MATCH (x:{M})
+  WHERE x.conversation_id = $cid AND x.generation = c.generation AND x.message_id = msg.id
 }}] AS fresh
 """
     + _CREATE_MESSAGES
@@ -70,24 +81,58 @@ WITH c, expired AS restart, [msg IN $messages WHERE expired OR NOT EXISTS {{
 _REPLACE = (
     _LOCK_CONVERSATION
     + """
-CALL {{
-  WITH c
-  MATCH (c)-[:HAS_MESSAGE]->(old:{M})
-  DETACH DELETE old
-}}
-WITH c, true AS restart, $messages AS fresh
+SET c.generation = c.generation + 1
+REMOVE c.deleted
+WITH c, true AS retired, $messages AS fresh
 """
     + _CREATE_MESSAGES
 )
 
 _DELETE = """
 MATCH (c:{C} {{id: $cid}})
+SET c.generation = c.generation + 1, c.deleted = true, c.expires_at = null
+RETURN c.id AS id
+"""
+
+# Runs in auto-commit mode only (IN TRANSACTIONS): each batch commits on its own.
+_SWEEP = """
+MATCH (c:{C} {{id: $cid}})
+WITH c.generation AS current
+MATCH (m:{M})
+WHERE m.conversation_id = $cid AND m.generation < current AND m.position IS NOT NULL
 CALL {{
-  WITH c
-  MATCH (c)-[:HAS_MESSAGE]->(m:{M})
+  WITH m
   DETACH DELETE m
-}}
-DETACH DELETE c
+}} IN TRANSACTIONS OF 1000 ROWS
+"""
+
+# Matched again by id after taking the lock, so the checks read committed values, not ones
+# cached by the first match: an appender that revived the conversation meanwhile keeps it.
+_DROP_TOMBSTONE = """
+MATCH (e:{C} {{id: $cid}}) WHERE e.deleted
+SET e.locked = true
+REMOVE e.locked
+WITH e.id AS id
+MATCH (c:{C} {{id: id}})
+WHERE c.deleted AND NOT EXISTS {{ (c)-[:HAS_MESSAGE]->() }}
+DELETE c
+"""
+
+_EXPIRE = """
+MATCH (e:{C}) WHERE e.expires_at <= timestamp()
+WITH e.id AS id LIMIT $batch
+MATCH (c:{C} {{id: id}})
+SET c.locked = true
+REMOVE c.locked
+WITH c WHERE c.expires_at <= timestamp()
+SET c.generation = c.generation + 1, c.deleted = true, c.expires_at = null
+RETURN c.id AS id
+"""
+
+_TOMBSTONES = """
+MATCH (c:{C}) WHERE c.deleted = true
+RETURN c.id AS id
+LIMIT $batch
 """
 
 # Each read finds the live conversation first and runs the message query as a subquery
@@ -95,17 +140,46 @@ DETACH DELETE c
 _LIVE_CONVERSATION = f"""
 MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
 CALL {{{{
+  WITH c
 """
 
 _WINDOW = (
     _LIVE_CONVERSATION
     + """
   MATCH (m:{M})
-  WHERE m.conversation_id = $cid AND m.is_system = $is_system AND m.position < $before
-  WITH m ORDER BY m.conversation_id DESC, m.is_system DESC, m.position DESC LIMIT $limit
+  WHERE m.conversation_id = $cid AND m.generation = c.generation
+    AND m.is_system = $is_system AND m.position < $before
+  WITH m
+  ORDER BY m.conversation_id DESC, m.generation DESC, m.is_system DESC, m.position DESC
+  LIMIT $limit
   RETURN m.position AS position, m.data AS data
 }}
 RETURN position, data
+"""
+)
+
+# The window and the current system message in one round trip (find_window).
+_WINDOW_WITH_SYSTEM = (
+    _LIVE_CONVERSATION
+    + """
+  MATCH (m:{M})
+  WHERE m.conversation_id = $cid AND m.generation = c.generation
+    AND m.is_system = false AND m.position < $before
+  WITH m
+  ORDER BY m.conversation_id DESC, m.generation DESC, m.is_system DESC, m.position DESC
+  LIMIT $limit
+  RETURN m.position AS position, m.data AS data, false AS is_system
+  UNION ALL
+  WITH c
+  MATCH (m:{M})
+  WHERE m.conversation_id = $cid AND m.generation = c.generation
+    AND m.is_system = true AND m.position IS NOT NULL
+  WITH m
+  ORDER BY m.conversation_id DESC, m.generation DESC, m.is_system DESC, m.position DESC
+  LIMIT 1
+  RETURN m.position AS position, m.data AS data, true AS is_system
+}}
+RETURN position, data, is_system
 """
 )
 
@@ -113,8 +187,11 @@ _LATEST_OF_TYPE = (
     _LIVE_CONVERSATION
     + """
   MATCH (m:{M})
-  WHERE m.conversation_id = $cid AND m.type = $type AND m.position IS NOT NULL
-  WITH m ORDER BY m.conversation_id DESC, m.type DESC, m.position DESC LIMIT 1
+  WHERE m.conversation_id = $cid AND m.generation = c.generation AND m.type = $type
+    AND m.position IS NOT NULL
+  WITH m
+  ORDER BY m.conversation_id DESC, m.generation DESC, m.type DESC, m.position DESC
+  LIMIT 1
   RETURN m.position AS position, m.data AS data
 }}
 RETURN position, data
@@ -125,23 +202,29 @@ _HISTORY = (
     _LIVE_CONVERSATION
     + """
   MATCH (m:{M})
-  WHERE m.conversation_id = $cid AND m.position > $after
+  WHERE m.conversation_id = $cid AND m.generation = c.generation AND m.position > $after
     AND ($since IS NULL OR m.created_at >= $since)
     AND ($until IS NULL OR m.created_at < $until)
     AND ($types IS NULL OR m.type IN $types)
     AND ($needle IS NULL OR m.search_text CONTAINS $needle)
-  WITH m ORDER BY m.conversation_id, m.position LIMIT $limit
+  WITH m ORDER BY m.conversation_id, m.generation, m.position LIMIT $limit
   RETURN m.position AS position, m.data AS data
 }}
 RETURN position, data
 """
 )
 
+# Auto-commit only; batches keep a large deletion out of one huge transaction.
 _DELETE_BEFORE = f"""
 MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
+WITH c.generation AS current
 MATCH (m:{{M}})
-WHERE m.conversation_id = $cid AND m.is_system = false AND m.position < $position
-DETACH DELETE m
+WHERE m.conversation_id = $cid AND m.generation = current AND m.is_system = false
+  AND m.position < $position
+CALL {{{{
+  WITH m
+  DETACH DELETE m
+}}}} IN TRANSACTIONS OF 1000 ROWS
 RETURN count(*) AS deleted
 """
 
@@ -157,26 +240,6 @@ MATCH (c:{{C}}) WHERE c.owner = $owner AND c.id > $cursor AND {_LIVE}
 RETURN c.id AS id
 ORDER BY c.owner, c.id
 LIMIT $limit
-"""
-
-# The SET/REMOVE pair takes each candidate's write lock, and the candidate is matched again
-# by id so the second expiry check reads the committed value after the lock rather than the
-# one cached from the expiry index: an appender that revived the conversation meanwhile
-# keeps it.
-_PURGE = """
-MATCH (e:{C}) WHERE e.expires_at <= timestamp()
-WITH e.id AS id LIMIT $batch
-MATCH (c:{C} {{id: id}})
-SET c.purging = true
-REMOVE c.purging
-WITH c WHERE c.expires_at <= timestamp()
-CALL {{
-  WITH c
-  MATCH (c)-[:HAS_MESSAGE]->(m:{M})
-  DETACH DELETE m
-}}
-DETACH DELETE c
-RETURN count(*) AS purged
 """
 
 
@@ -196,13 +259,17 @@ class Statements:
     append: LiteralString
     replace: LiteralString
     delete: LiteralString
+    sweep: LiteralString
+    drop_tombstone: LiteralString
+    expire: LiteralString
+    tombstones: LiteralString
     window: LiteralString
+    window_with_system: LiteralString
     latest_of_type: LiteralString
     history: LiteralString
     delete_before: LiteralString
     list_all: LiteralString
     list_owner: LiteralString
-    purge: LiteralString
 
     @classmethod
     def for_prefix(cls, prefix: str) -> Statements:
@@ -217,16 +284,19 @@ class Statements:
         schema: tuple[LiteralString, ...] = (
             f"CREATE CONSTRAINT {name}conversation_id IF NOT EXISTS "
             f"FOR (c:{c}) REQUIRE c.id IS UNIQUE",
-            f"CREATE CONSTRAINT {name}message_id IF NOT EXISTS "
-            f"FOR (m:{m}) REQUIRE (m.conversation_id, m.message_id) IS UNIQUE",
+            f"CREATE CONSTRAINT {name}message_generation_id IF NOT EXISTS "
+            f"FOR (m:{m}) REQUIRE (m.conversation_id, m.generation, m.message_id) IS UNIQUE",
             f"CREATE CONSTRAINT {name}message_position IF NOT EXISTS "
             f"FOR (m:{m}) REQUIRE (m.conversation_id, m.position) IS UNIQUE",
+            f"CREATE INDEX {name}message_log IF NOT EXISTS "
+            f"FOR (m:{m}) ON (m.conversation_id, m.generation, m.position)",
             f"CREATE INDEX {name}message_window IF NOT EXISTS "
-            f"FOR (m:{m}) ON (m.conversation_id, m.is_system, m.position)",
+            f"FOR (m:{m}) ON (m.conversation_id, m.generation, m.is_system, m.position)",
             f"CREATE INDEX {name}message_type IF NOT EXISTS "
-            f"FOR (m:{m}) ON (m.conversation_id, m.type, m.position)",
+            f"FOR (m:{m}) ON (m.conversation_id, m.generation, m.type, m.position)",
             f"CREATE INDEX {name}conversation_owner IF NOT EXISTS FOR (c:{c}) ON (c.owner, c.id)",
             f"CREATE INDEX {name}conversation_expiry IF NOT EXISTS FOR (c:{c}) ON (c.expires_at)",
+            f"CREATE INDEX {name}conversation_deleted IF NOT EXISTS FOR (c:{c}) ON (c.deleted)",
         )
         return cls(
             conversation_label=c,
@@ -235,11 +305,15 @@ class Statements:
             append=_q(_APPEND, c, m),
             replace=_q(_REPLACE, c, m),
             delete=_q(_DELETE, c, m),
+            sweep=_q(_SWEEP, c, m),
+            drop_tombstone=_q(_DROP_TOMBSTONE, c, m),
+            expire=_q(_EXPIRE, c, m),
+            tombstones=_q(_TOMBSTONES, c, m),
             window=_q(_WINDOW, c, m),
+            window_with_system=_q(_WINDOW_WITH_SYSTEM, c, m),
             latest_of_type=_q(_LATEST_OF_TYPE, c, m),
             history=_q(_HISTORY, c, m),
             delete_before=_q(_DELETE_BEFORE, c, m),
             list_all=_q(_LIST_ALL, c, m),
             list_owner=_q(_LIST_OWNER, c, m),
-            purge=_q(_PURGE, c, m),
         )

@@ -211,19 +211,35 @@ class AsyncNeo4jChatMemoryRepository:
         return [s.message for s in stored_messages(conversation_id, rows)]
 
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
-        """Replace a conversation's messages in one transaction; empty deletes it."""
+        """Replace a conversation's messages atomically; empty deletes it.
+
+        The new messages become visible in one transaction; the old ones are then removed
+        in batches.
+        """
         validate_conversation_id(conversation_id)
         if not messages:
             await self.delete_by_conversation_id(conversation_id)
             return
-        await self._write(
-            "save_all", self._statements.replace, self._append_params(conversation_id, messages)
-        )
+        params = self._append_params(conversation_id, messages)
+        await self._write("save_all", self._statements.replace, params)
+        await self._sweep(conversation_id)
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
-        """Delete a conversation and its messages in one transaction; unknown ids are ignored."""
+        """Delete a conversation and its messages; unknown ids are ignored.
+
+        The conversation disappears in one transaction; its messages are then removed in
+        batches (a crash in between leaves invisible leftovers that ``purge_expired``
+        removes).
+        """
         validate_conversation_id(conversation_id)
-        await self._write("delete", self._statements.delete, {"cid": conversation_id})
+        rows = await self._write("delete", self._statements.delete, {"cid": conversation_id})
+        if rows:
+            await self._sweep(conversation_id)
+
+    async def _sweep(self, conversation_id: str) -> None:
+        params = {"cid": conversation_id}
+        await self._write("cleanup", self._statements.sweep, params)
+        await self._write("cleanup", self._statements.drop_tombstone, params)
 
     # -- log capabilities ---------------------------------------------------------------------
 
@@ -246,7 +262,10 @@ class AsyncNeo4jChatMemoryRepository:
         params = self._append_params(conversation_id, batch)
         rows = await self._write("append", self._statements.append, params)
         by_id = {m.id: m for m in batch}
-        return [StoredMessage(position, by_id[message_id]) for message_id, position in rows]
+        if rows and rows[0][2]:
+            # The conversation had expired and started over: remove its old messages.
+            await self._sweep(conversation_id)
+        return [StoredMessage(position, by_id[message_id]) for message_id, position, _ in rows]
 
     async def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
@@ -264,6 +283,21 @@ class AsyncNeo4jChatMemoryRepository:
         validate_conversation_id(conversation_id)
         found = await self._window(conversation_id, 1, system=True)
         return found[0] if found else None
+
+    async def find_window(
+        self, conversation_id: str, limit: int
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        """Return the current system message and the newest ``limit`` non-system messages.
+
+        One round trip: what a chat memory reads per turn.
+        """
+        validate_conversation_id(conversation_id)
+        check_limit(limit)
+        params = {"cid": conversation_id, "before": NO_POSITION, "limit": limit}
+        rows = await self._read("window read", self._statements.window_with_system, params)
+        system = stored_messages(conversation_id, [r[:2] for r in rows if r[2]])
+        recent = stored_messages(conversation_id, [r[:2] for r in rows if not r[2]], reverse=True)
+        return (system[0] if system else None), recent
 
     async def find_latest(
         self, conversation_id: str, message_type: MessageType
@@ -347,14 +381,25 @@ class AsyncNeo4jChatMemoryRepository:
         return int(rows[0][0]) if rows else 0
 
     async def purge_expired(self) -> int:
-        """Delete expired conversations with their messages, in batches; return how many."""
+        """Delete expired conversations with their messages, in batches; return how many.
+
+        Also finishes deletions that were interrupted (conversations left as tombstones).
+        """
         purged = 0
-        while True:
-            rows = await self._write("purge", self._statements.purge, {"batch": _PURGE_BATCH})
-            count = int(rows[0][0]) if rows else 0
-            purged += count
-            if count == 0:
-                return purged
+        params = {"batch": _PURGE_BATCH}
+        while rows := await self._write("purge", self._statements.expire, params):
+            purged += len(rows)
+            for (conversation_id,) in rows:
+                await self._sweep(conversation_id)
+        seen: set[str] = set()
+        while rows := await self._read("purge", self._statements.tombstones, params):
+            fresh = [cid for (cid,) in rows if cid not in seen]
+            if not fresh:
+                break
+            for conversation_id in fresh:
+                seen.add(conversation_id)
+                await self._sweep(conversation_id)
+        return purged
 
     async def aclose(self) -> None:
         """Close the driver if this repository created it."""
