@@ -303,3 +303,31 @@ async def test_async_create_repository_maps_sqlite_to_aiosqlite(tmp_path: Path) 
         assert len(await repository.find_recent("c", 5)) == 1
     finally:
         await repository.aclose()
+
+
+def test_generic_reservation_path_used_by_sql_server_and_oracle(
+    repository: SqlChatMemoryRepository, cid: str
+) -> None:
+    # SQL Server and Oracle take the portable path (UPDATE, else INSERT in a savepoint, then
+    # a locked SELECT; ids checked before inserting). Run it here on real databases.
+    repository._sql.reservation = "generic"
+    repository._sql.skip_conflicts = False
+    first = SystemMessage("first")
+    stored = repository.append(cid, [first, UserMessage("u0")])
+    assert [s.position for s in stored] == [1, 2]
+    assert repository.append(cid, [first, UserMessage("u1")])[0].message.text == "u1"  # type: ignore[union-attr]
+    system = repository.find_system_message(cid)
+    assert system is not None
+    assert system.message.text == "first"  # type: ignore[union-attr]
+
+    fresh = f"{cid}-new"
+
+    def writer(w: int) -> None:
+        for i in range(20):
+            repository.append(fresh, [UserMessage(f"{w}:{i}")])
+
+    from chatmem._concurrency import run_all
+
+    run_all([lambda w=w: writer(w) for w in range(8)])  # type: ignore[misc]
+    texts = [m.text for m in repository.find_by_conversation_id(fresh)]  # type: ignore[union-attr]
+    assert sorted(texts) == sorted(f"{w}:{i}" for w in range(8) for i in range(20))
