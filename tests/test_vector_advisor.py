@@ -143,10 +143,14 @@ async def test_fact_is_recalled_async_and_streaming(server: OpenAITestServer) ->
             pieces = client.prompt().user(filler(turn)).advisors(cid).stream().content()
             assert "".join([p async for p in pieces]) == "Noted."
         await client.prompt().user(QUESTION).advisors(cid).call().content()
+        stored = await advisor.vector_store.similarity_search(
+            "Noted", top_k=100, where={"conversation_id": "async-chat"}
+        )
     entries = section_entries(system_text(server.chat_requests[-1]))
     assert entries[0]["text"] == FACT
-    # Streamed turns were stored once each: user message and answer.
-    assert sum(e["text"] == "Noted." for e in entries) >= 1
+    # 12 turns (2 called, 10 streamed), each stored once: the user message and the answer.
+    assert len(stored) == 24
+    assert sum(d.metadata["type"] == "assistant" for d in stored) == 12
 
 
 # -- isolation ---------------------------------------------------------------------------------
