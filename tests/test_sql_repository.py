@@ -275,10 +275,14 @@ def test_statements_per_turn(repository: SqlChatMemoryRepository, cid: str) -> N
     statements.clear()
     memory.add(cid, UserMessage("next"))
     append = list(statements)
-    mysql = repository._backend in ("mysql", "mariadb")
     print(f"\n{repository._backend}: memory read {read}; append {append}")
     assert read == ["SELECT"]  # system message and window together, nothing else
-    assert append == (["INSERT", "SELECT", "INSERT"] if mysql else ["INSERT", "INSERT"])
+    expected = {
+        "postgresql": ["WITH"],  # upsert + insert in one statement, autocommit
+        "sqlite": ["INSERT", "INSERT"],  # upsert ... RETURNING, insert ... RETURNING
+        "mysql": ["INSERT", "SELECT", "INSERT"],  # upsert, counter + stored ids, insert
+    }
+    assert append == expected[repository._backend]
 
 
 def test_window_read_uses_the_index_on_sqlite(tmp_path: Path) -> None:

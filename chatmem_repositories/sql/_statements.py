@@ -19,6 +19,7 @@ from sqlalchemy import (
     Update,
     and_,
     case,
+    column,
     delete,
     false,
     func,
@@ -27,8 +28,10 @@ from sqlalchemy import (
     null,
     or_,
     select,
+    true,
     union_all,
     update,
+    values,
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 
@@ -122,6 +125,8 @@ class Statements:
             if dialect_name in ("mysql", "mariadb")
             else "generic"
         )
+        self.one_statement_append = dialect_name == "postgresql"
+        """Whether :meth:`append_in_one_statement` is available."""
         self.skip_conflicts = dialect_name in ("postgresql", "sqlite")
         """Whether one INSERT can skip ids already stored and return what it stored."""
 
@@ -234,6 +239,71 @@ class Statements:
             select(c.next_position, c.first_position)
             .where(c.conversation_id == conversation_id)
             .with_for_update()
+        )
+
+    def append_in_one_statement(
+        self,
+        conversation_id: str,
+        rows: list[dict[str, Any]],
+        now: datetime,
+        expires_at: datetime | None,
+    ) -> Select[Any]:
+        """PostgreSQL: reserve positions and insert new messages in one statement.
+
+        ``WITH r AS (upsert ... RETURNING next_position), ins AS (INSERT ... SELECT FROM r,
+        VALUES ... ON CONFLICT DO NOTHING RETURNING position) SELECT r.next_position,
+        ins.position FROM r LEFT JOIN ins``. Run in autocommit, it is the whole append in
+        one round trip, and the row lock is held for that statement only. It covers the
+        common case, batches without a system message: the upsert does nothing to an
+        expired conversation, so no row comes back and the caller takes the full path.
+        """
+        c, m = self.conversations.c, self.messages.c
+        n = len(rows)
+        new_row = {
+            "conversation_id": conversation_id,
+            "owner": owner_of(conversation_id),
+            "next_position": 1 + n,
+            "first_position": 0,
+            "system_position": None,
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": expires_at,
+        }
+        reserve = (
+            postgresql.insert(self.conversations)
+            .values(new_row)
+            .on_conflict_do_update(
+                index_elements=[c.conversation_id],
+                set_={
+                    "next_position": c.next_position + n,
+                    "updated_at": now,
+                    "expires_at": expires_at,
+                },
+                where=self.live(now),
+            )
+            .returning(c.next_position)
+            .cte("reserved")
+        )
+        names = ["message_id", "type", "is_system", "created_at", "search_text", "body"]
+        incoming = values(
+            column("offset", Integer),
+            *(column(name, m[name].type) for name in names),
+            name="incoming",
+        ).data([(row["position"], *(row[name] for name in names)) for row in rows])
+        source = select(
+            literal(conversation_id, m.conversation_id.type),
+            reserve.c.next_position - n + incoming.c.offset,
+            *(incoming.c[name] for name in names),
+        ).select_from(reserve.join(incoming, true()))
+        inserted = (
+            postgresql.insert(self.messages)
+            .from_select(["conversation_id", "position", *names], source)
+            .on_conflict_do_nothing(index_elements=[m.conversation_id, m.message_id])
+            .returning(m.position)
+            .cte("inserted")
+        )
+        return select(reserve.c.next_position, inserted.c.position).select_from(
+            reserve.outerjoin(inserted, true())
         )
 
     def counter_and_ids(

@@ -358,6 +358,24 @@ class AsyncSqlChatMemoryRepository:
         if not batch.messages:
             return []
         now = _now()
+        if (
+            self._sql.one_statement_append
+            and batch.system_offset is None
+            and len(batch.messages) <= INSERT_CHUNK
+        ):
+            statement = self._sql.append_in_one_statement(
+                conversation_id, batch.rows(conversation_id, 0), now, self._expiry(now)
+            )
+            rows = await self._fetch(statement)  # autocommit: one round trip in all
+            if rows:
+                start = int(rows[0][0]) - len(batch.messages)
+                stored_positions = {int(r[1]) for r in rows if r[1] is not None}
+                return [
+                    StoredMessage(start + i, message)
+                    for i, message in enumerate(batch.messages)
+                    if start + i in stored_positions
+                ]
+            # No row: the conversation had expired; the full path below starts it anew.
 
         async def work(connection: AsyncConnection) -> list[StoredMessage]:
             start, existing = await self._reserve(connection, conversation_id, batch, now)
