@@ -2,7 +2,10 @@
 """Count the statements the Cassandra repository sends per call, at several history lengths.
 
 Counted with the driver's own request listener (``Session.add_request_init_listener``), on a
-borrowed session. Usage:
+borrowed session. ``memory.get`` uses ``find_window`` (one query). An append is a batch plus
+the listing rows, sent together (two statements, one round trip of latency); ``append ttl``
+is a later append with a TTL (the first append of a conversation with a TTL costs two
+rounds). Usage:
 
     python benchmarks/cassandra_round_trips.py --url cassandra://127.0.0.1:9042/chatmem_test
 """
@@ -36,9 +39,13 @@ def main() -> None:
     session = cluster.connect()
     sent: list[Any] = []
     repository = CassandraChatMemoryRepository(session, keyspace=keyspace.split("?")[0])
+    expiring = CassandraChatMemoryRepository(session, keyspace=keyspace.split("?")[0], ttl=3600)
     memory = MessageWindowChatMemory(repository, max_messages=20)
     try:
-        print(f"{'stored':>8} {'memory.get':>10} {'find_recent':>11} {'system':>6} {'append':>6}")
+        print(
+            f"{'stored':>8} {'memory.get':>10} {'find_window':>11} {'find_recent':>11}"
+            f" {'system':>6} {'append':>6} {'append ttl':>10}"
+        )
         for length in (int(n) for n in args.lengths.split(",")):
             cid = f"round-trips-{uuid.uuid4()}"
             repository.append(cid, [SystemMessage("be brief")])
@@ -51,6 +58,7 @@ def main() -> None:
                         for i in range(start, start + count)
                     ],
                 )
+            expiring.append(cid, [UserMessage("start")])  # starts the TTL life (two rounds)
             session.add_request_init_listener(sent.append)
 
             def count(call: Any) -> int:
@@ -60,12 +68,17 @@ def main() -> None:
 
             row = (
                 count(lambda: memory.get(cid)),  # noqa: B023
+                count(lambda: repository.find_window(cid, 20)),  # noqa: B023
                 count(lambda: repository.find_recent(cid, 20)),  # noqa: B023
                 count(lambda: repository.find_system_message(cid)),  # noqa: B023
                 count(lambda: repository.append(cid, [UserMessage("x")])),  # noqa: B023
+                count(lambda: expiring.append(cid, [UserMessage("y")])),  # noqa: B023
             )
             session.remove_request_init_listener(sent.append)
-            print(f"{length:>8} {row[0]:>10} {row[1]:>11} {row[2]:>6} {row[3]:>6}")
+            print(
+                f"{length:>8} {row[0]:>10} {row[1]:>11} {row[2]:>11} {row[3]:>6} {row[4]:>6}"
+                f" {row[5]:>10}"
+            )
             repository.delete_by_conversation_id(cid)
     finally:
         repository.close()

@@ -175,6 +175,7 @@ def main() -> int:
     args = parser.parse_args()
     lengths = [int(x) for x in args.lengths.split(",")]
     print("round trips = commands sent; memory read = MessageWindowChatMemory(20).get,")
+    print("one WINDOW script (system message + window); a turn = 1 read + 2 appends = 3")
     print("append = MessageWindowChatMemory.add(one user message); medians of --reps calls")
     print(f"{'':>5} {'stored':>8} {'reads':>6} {'appends':>8} {'read ms':>9} {'append ms':>10}")
     measure_sync(args.url, lengths, args.reps)

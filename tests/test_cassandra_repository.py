@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import threading
@@ -14,6 +15,7 @@ import pytest
 from cassandra.cluster import Cluster, Session
 
 from chatmem import AssistantMessage, SystemMessage, UserMessage
+from chatmem.conversation_ids import scoped_conversation_id
 from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.cassandra import (
@@ -165,12 +167,125 @@ def test_round_trips_do_not_depend_on_history(session: Session, stored: int) -> 
     try:
         assert counter.measure(lambda: repository.find_recent(conversation, 20)) == 1
         assert counter.measure(lambda: repository.find_system_message(conversation)) == 1
+        # The memory read: system message and window in one query.
+        assert counter.measure(lambda: repository.find_window(conversation, 20)) == 1
+        system, window = repository.find_window(conversation, 20)
+        assert system is not None
+        assert len(window) == min(20, stored)
         # One conditional batch plus the listing row, sent together: one round trip.
         assert counter.measure(lambda: repository.append(conversation, [UserMessage("x")])) == 2
     finally:
         counter.remove()
         repository.delete_by_conversation_id(conversation)
         repository.close()
+
+
+def test_round_trips_with_ttl(session: Session) -> None:
+    repository = CassandraChatMemoryRepository(session, keyspace="chatmem_test", ttl=3600)
+    conversation = cid()
+    repository.find_recent(conversation, 1)  # set-up happens before counting
+    counter = Counter(session)
+    try:
+        # The first append finds no liveness cell and starts the conversation: two rounds.
+        assert counter.measure(lambda: repository.append(conversation, [UserMessage("a")])) == 4
+        # Every later append is one round (the batch and the listing rows, sent together).
+        assert counter.measure(lambda: repository.append(conversation, [UserMessage("b")])) == 2
+        assert counter.measure(lambda: repository.find_window(conversation, 20)) == 1
+    finally:
+        counter.remove()
+        repository.delete_by_conversation_id(conversation)
+        repository.close()
+
+
+# -- TTL: a conversation lives while it is appended to ---------------------------------------
+
+
+def _texts(messages: Any) -> list[str]:
+    return [m.text for m in messages]
+
+
+def _partition_rows(session: Session, conversation_id: str) -> list[Any]:
+    return list(
+        session.execute(
+            "SELECT * FROM chatmem_test.chatmem_messages WHERE conversation_id = %s",
+            (conversation_id,),
+        )
+    )
+
+
+def test_ttl_keeps_an_active_conversation_whole_then_expires_it(session: Session) -> None:
+    owner = f"ttl-{uuid.uuid4()}"
+    conversation = scoped_conversation_id(owner, "c")
+    repository = CassandraChatMemoryRepository(session, keyspace="chatmem_test", ttl=2)
+    try:
+        repository.append(conversation, [SystemMessage("be brief"), UserMessage("u0")])
+        expected = ["be brief", "u0"]
+        began = time.monotonic()
+        turn = 0
+        while time.monotonic() - began < 3.5:  # longer than the TTL, never idle for it
+            time.sleep(0.7)
+            turn += 1
+            repository.append(conversation, [AssistantMessage(f"a{turn}")])
+            expected.append(f"a{turn}")
+            system, window = repository.find_window(conversation, 100)
+            assert system is not None
+            assert system.message.text == "be brief"  # type: ignore[union-attr]
+            assert _texts(s.message for s in window) == expected[1:]
+        assert _texts(repository.find_by_conversation_id(conversation)) == expected
+        assert repository.find_system_message(conversation) is not None
+        assert repository.list_conversations(owner=owner).conversation_ids == [conversation]
+
+        time.sleep(3.2)  # idle for longer than the TTL (plus Cassandra's one-second grain)
+        assert repository.find_window(conversation, 100) == (None, [])
+        assert repository.find_recent(conversation, 100) == []
+        assert repository.find_system_message(conversation) is None
+        assert repository.find_by_conversation_id(conversation) == []
+        assert repository.find_history(conversation) == []
+        assert repository.list_conversations(owner=owner).conversation_ids == []
+        assert conversation not in repository.find_conversation_ids()
+
+        # Appending again starts a new conversation: nothing of the expired one comes back.
+        repository.append(conversation, [UserMessage("again")])
+        assert _texts(repository.find_by_conversation_id(conversation)) == ["again"]
+        assert repository.find_window(conversation, 100)[0] is None
+        assert repository.list_conversations(owner=owner).conversation_ids == [conversation]
+    finally:
+        repository.delete_by_conversation_id(conversation)
+        repository.close()
+
+
+def test_purge_expired_deletes_expired_data(session: Session) -> None:
+    repository = CassandraChatMemoryRepository(session, keyspace="chatmem_test", ttl=1)
+    expired, alive = cid(), cid()
+    try:
+        repository.append(expired, [SystemMessage("s"), UserMessage("u")])
+        time.sleep(2.5)
+        repository.append(alive, [UserMessage("still here")])
+        assert _partition_rows(session, expired)  # invisible to reads, still on disk
+        assert repository.purge_expired() >= 1
+        assert _partition_rows(session, expired) == []
+        assert _texts(repository.find_by_conversation_id(alive)) == ["still here"]
+    finally:
+        repository.delete_by_conversation_id(expired)
+        repository.delete_by_conversation_id(alive)
+        repository.close()
+
+
+async def test_ttl_async_revives_an_expired_conversation(session: Session) -> None:
+    repository = AsyncCassandraChatMemoryRepository(session, keyspace="chatmem_test", ttl=1)
+    conversation = cid()
+    try:
+        await repository.append(conversation, [SystemMessage("s"), UserMessage("u")])
+        system, window = await repository.find_window(conversation, 10)
+        assert system is not None
+        assert _texts(s.message for s in window) == ["u"]
+        await asyncio.sleep(2.5)
+        assert await repository.find_window(conversation, 10) == (None, [])
+        await repository.append(conversation, [UserMessage("again")])
+        assert _texts(await repository.find_by_conversation_id(conversation)) == ["again"]
+    finally:
+        await repository.delete_by_conversation_id(conversation)
+        await repository.aclose()
 
 
 # -- faults ----------------------------------------------------------------------------------------

@@ -263,7 +263,7 @@ def test_round_trips_per_read_and_append_do_not_grow_with_history(redis_url: str
             repo.delete_by_conversation_id(cid)
         assert counts[40] == counts[5000]
         read, append = counts[40]
-        assert read == ["EVALSHA", "EVALSHA"]  # system message, then the window
+        assert read == ["EVALSHA"]  # the system message and the window, one script
         assert append == ["EVALSHA"]
         repo.close()  # not owned: the client stays open
         assert client.ping()

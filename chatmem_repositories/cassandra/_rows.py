@@ -40,17 +40,20 @@ def message_rows(
     owner: str | None,
     messages: Sequence[Message],
     positions: Sequence[uuid.UUID],
-    ttl: int,
     *,
     conditional: bool,
 ) -> list[Item]:
-    """Return the statements that store messages: id claims, rows and static columns."""
+    """Return the statements that store messages: id claims, rows and static columns.
+
+    The static columns are always written (at least ``touched``); the caller adds the
+    liveness cell when the repository has a TTL.
+    """
     claim = "claim" if conditional else "claim_plain"
     items: list[Item] = []
     system: tuple[uuid.UUID, str] | None = None
     for message, position in zip(messages, positions, strict=True):
         data = encode_message(message)
-        items.append((claim, (conversation_id, CLAIMS, CLAIM_POSITION, message.id, position, ttl)))
+        items.append((claim, (conversation_id, CLAIMS, CLAIM_POSITION, message.id, position)))
         items.append(
             (
                 "insert",
@@ -62,16 +65,17 @@ def message_rows(
                     message.type.value,
                     message.created_at,
                     data,
-                    ttl,
                 ),
             )
         )
         if isinstance(message, SystemMessage):
             system = (position, data)
     if system is not None:
-        items.append(("system", (ttl, owner, system[0], system[1], conversation_id)))
+        items.append(("system", (owner, system[0], system[1], conversation_id)))
     elif owner is not None:
-        items.append(("owner", (ttl, owner, conversation_id)))
+        items.append(("owner", (owner, conversation_id)))
+    else:
+        items.append(("touch", (conversation_id,)))
     return items
 
 

@@ -10,6 +10,13 @@ the first clustering column, so each kind of read is one slice of one partition:
 Claims and messages share a partition so an append is one conditional batch: the claims'
 ``IF NOT EXISTS`` and the message rows commit together or not at all.
 
+With a TTL, rows carry no TTL of their own: the static column ``alive`` does, and every
+append re-writes it (conditionally, ``IF alive = true``), so a conversation lives while it is
+being appended to and disappears whole ``ttl`` after its last append. ``touched`` (static, no
+TTL) is written by every append, so ``WRITETIME(touched)`` tells the timestamp of the last
+write of an expired conversation: a partition delete at that timestamp removes exactly the
+expired life's data, never a newer one's.
+
 Keyspace and table names come from validated options; no statement is ever built from a
 conversation id or message text, which are always bound parameters.
 """
@@ -18,7 +25,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CHAT", "CLAIMS", "SYSTEM", "Cql", "create_keyspace_cql"]
+__all__ = [
+    "ADDED_STATIC_COLUMNS",
+    "CHAT",
+    "CLAIMS",
+    "SYSTEM",
+    "TRACKED",
+    "Cql",
+    "create_keyspace_cql",
+]
 
 CHAT = "c"
 """Section of non-system messages."""
@@ -26,6 +41,12 @@ SYSTEM = "s"
 """Section of system messages."""
 CLAIMS = "i"
 """Section of message-id claims."""
+TRACKED = "~"
+"""Listing scope of conversations written with a TTL, kept without one, so that
+``purge_expired`` can find expired conversations after their listing rows are gone."""
+
+ADDED_STATIC_COLUMNS = (("alive", "boolean"), ("touched", "boolean"))
+"""Static columns added after the first release; set-up adds them to an older table."""
 
 
 def create_keyspace_cql(keyspace: str, replication: dict[str, int] | None, factor: int) -> str:
@@ -62,6 +83,7 @@ class Cql:
             " conversation_id text, section text, position timeuuid, message_id text,"
             " type text, created_at timestamp, data text, claimed timeuuid,"
             " owner text STATIC, system_position timeuuid STATIC, system_data text STATIC,"
+            " alive boolean STATIC, touched boolean STATIC,"
             " PRIMARY KEY ((conversation_id), section, position, message_id))"
             " WITH CLUSTERING ORDER BY (section ASC, position DESC, message_id ASC)",
             # Partitioned by (scope, bucket) so no single partition holds every conversation:
@@ -70,6 +92,10 @@ class Cql:
             " scope text, bucket int, conversation_id text,"
             " PRIMARY KEY ((scope, bucket), conversation_id))",
         ]
+
+    def add_static_column(self, name: str, cql_type: str) -> str:
+        """Return the ``ALTER TABLE`` that adds one of :data:`ADDED_STATIC_COLUMNS`."""
+        return f"ALTER TABLE {self.messages} ADD {name} {cql_type} STATIC"
 
     def statements(self) -> dict[str, str]:
         """Return every statement the repository prepares, by name."""
@@ -82,21 +108,34 @@ class Cql:
             f"INSERT INTO {m} (conversation_id, section, position, message_id, claimed)"
             " VALUES (?, ?, ?, ?, ?)"
         )
-        window = f"SELECT position, type, data FROM {m} WHERE conversation_id = ? AND section = ?"
+        alive = f"UPDATE {m} USING TTL ? SET alive = true WHERE conversation_id = ?"
+        columns = "position, type, data, alive"
+        window = f"SELECT {columns} FROM {m} WHERE conversation_id = ? AND section = ?"
         return {
-            "claim": claim + " IF NOT EXISTS USING TTL ?",
-            "claim_plain": claim + " USING TTL ?",
-            "insert": insert + " USING TTL ?",
-            "owner": f"UPDATE {m} USING TTL ? SET owner = ? WHERE conversation_id = ?",
-            "system": f"UPDATE {m} USING TTL ? SET owner = ?, system_position = ?,"
-            " system_data = ? WHERE conversation_id = ?",
+            "claim": claim + " IF NOT EXISTS",
+            "claim_plain": claim,
+            "insert": insert,
+            "touch": f"UPDATE {m} SET touched = true WHERE conversation_id = ?",
+            "owner": f"UPDATE {m} SET owner = ?, touched = true WHERE conversation_id = ?",
+            "system": f"UPDATE {m} SET owner = ?, system_position = ?, system_data = ?,"
+            " touched = true WHERE conversation_id = ?",
+            # The liveness cell: kept alive by every append, started anew after expiry.
+            "live": alive + " IF alive = true",
+            "revive": alive + " IF alive = null",
+            "live_plain": alive,
+            "touched_at": f"SELECT WRITETIME(touched) AS touched_at, alive FROM {m}"
+            " WHERE conversation_id = ? LIMIT 1",
             "list_row": f"INSERT INTO {c} (scope, bucket, conversation_id) VALUES (?, ?, ?)"
             " USING TTL ?",
             "recent": window + " LIMIT ?",
             "recent_before": window + " AND position < ? LIMIT ?",
             "forward": window + " AND position > ? ORDER BY section DESC, position ASC LIMIT ?",
-            "current_system": f"SELECT DISTINCT conversation_id, system_position, system_data"
-            f" FROM {m} WHERE conversation_id = ?",
+            # The whole partition, head first: the chat section (newest first), then claims
+            # and system rows; every row carries the static columns.
+            "window": f"SELECT section, {columns}, system_position, system_data FROM {m}"
+            " WHERE conversation_id = ? LIMIT ?",
+            "current_system": f"SELECT DISTINCT conversation_id, system_position, system_data,"
+            f" alive FROM {m} WHERE conversation_id = ?",
             "count_before": f"SELECT COUNT(*) FROM {m} WHERE conversation_id = ?"
             " AND section = ? AND position < ?",
             "delete_before": f"DELETE FROM {m} WHERE conversation_id = ? AND section = ?"

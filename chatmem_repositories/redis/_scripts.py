@@ -17,6 +17,7 @@ __all__ = [
     "LATEST",
     "RECENT",
     "REPLACE",
+    "WINDOW",
 ]
 
 # Shared helpers. unpack() is limited by Lua's C stack, so long lists go in chunks.
@@ -137,6 +138,29 @@ if #top == 0 then return {} end
 return {top[1], redis.call('HGET', KEYS[2], top[1])}
 """
 """The newest message of one type. KEYS: that type's set, msgs."""
+
+WINDOW = (
+    _PRELUDE
+    + """
+local out = {}
+local top = redis.call('ZREVRANGE', KEYS[1], 0, 0)
+if #top == 0 then
+  out[1] = 0
+  out[2] = false
+else
+  out[1] = top[1]
+  out[2] = redis.call('HGET', KEYS[3], top[1])
+end
+local limit = tonumber(ARGV[1])
+if limit == 0 then return out end
+return with_bodies(KEYS[3], redis.call('ZREVRANGE', KEYS[2], 0, limit - 1), out)
+"""
+)
+"""The system message and the newest ARGV[1] non-system messages, in one round trip.
+
+KEYS: type:system, chat, msgs. Replies ``[system position, body (nil if none), position,
+body, ...]`` with the window newest first.
+"""
 
 DELETE_BEFORE = (
     _PRELUDE

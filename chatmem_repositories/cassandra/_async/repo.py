@@ -32,7 +32,7 @@ from chatmem_repositories.cassandra._rows import (
     stored,
     unique_by_id,
 )
-from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, Cql
+from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, TRACKED, Cql
 from chatmem_repositories.cassandra._settings import (
     CassandraOptions,
     check_identifier,
@@ -42,6 +42,7 @@ from chatmem_repositories.cassandra._settings import (
 __all__ = ["AsyncCassandraChatMemoryRepository"]
 
 _PAGE = 200  # rows per slice when a read walks a partition
+_ATTEMPTS = 8  # conditional batches one append may send before giving up
 
 
 def _scope(owner: str | None) -> str:
@@ -51,9 +52,10 @@ def _scope(owner: str | None) -> str:
 class AsyncCassandraChatMemoryRepository:
     """Stores conversations in Apache Cassandra, one partition per conversation.
 
-    Appends are one conditional batch (idempotent by message id), the memory window is one
-    ``LIMIT`` slice, and the current system message sits in static columns. The connection
-    is opened on first use.
+    Appends are one conditional batch (idempotent by message id), the memory window and the
+    current system message (static columns) are one ``LIMIT`` query. With a ``ttl``, a
+    conversation lives while it is appended to and expires whole ``ttl`` after its last
+    append (see ``docs/backends/cassandra.md``). The connection is opened on first use.
 
     Example:
         ```python
@@ -81,6 +83,9 @@ class AsyncCassandraChatMemoryRepository:
         self._db = db
         self._options = options
         self._ttl = ttl_seconds(options)
+        # Cassandra counts a TTL from the start of the current second, so a cell written
+        # with TTL n lives between n - 1 and n seconds: one second more makes it at least n.
+        self._cell_ttl = self._ttl + 1 if self._ttl else 0
         self._buckets = options.listing_buckets
 
     @classmethod
@@ -140,8 +145,10 @@ class AsyncCassandraChatMemoryRepository:
         # batch's (later) timestamp from the same monotonic generator: they survive it.
         items: list[tuple[str, Sequence[Any]]] = [("drop", (db.timestamp(), conversation_id))]
         items += message_rows(
-            conversation_id, owner, unique, new_positions(len(unique)), self._ttl, conditional=False
+            conversation_id, owner, unique, new_positions(len(unique)), conditional=False
         )
+        if self._ttl:
+            items.append(("live_plain", (self._cell_ttl, conversation_id)))
         await db.execute_all([db.batch(items), self._listing(db, conversation_id)], write=True)
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
@@ -151,7 +158,7 @@ class AsyncCassandraChatMemoryRepository:
         timestamp = db.timestamp()
         bucket = listing_bucket(conversation_id, self._buckets)
         items: list[tuple[str, Sequence[Any]]] = [("drop", (timestamp, conversation_id))]
-        for scope in {_scope(None), _scope(owner_of(conversation_id))}:
+        for scope in {_scope(None), _scope(owner_of(conversation_id)), TRACKED}:
             items.append(("unlist", (timestamp, scope, bucket, conversation_id)))
         await db.execute(db.batch(items), write=True)
 
@@ -165,6 +172,10 @@ class AsyncCassandraChatMemoryRepository:
         The batch claims each message id with ``IF NOT EXISTS`` and writes the rows in the
         same partition, so it commits whole or not at all. When a claim fails the batch is
         retried without the ids already stored (one more round trip, only for retries).
+
+        With a TTL the batch also re-writes the liveness cell ``IF alive = true``. The first
+        append of a conversation finds it unset and sends a second batch ``IF alive = null``
+        that starts the conversation; after an expiry, the expired data is deleted first.
         """
         validate_conversation_id(conversation_id)
         pending = unique_by_id(messages)
@@ -172,27 +183,63 @@ class AsyncCassandraChatMemoryRepository:
             return []
         db = await self._ready()
         owner = owner_of(conversation_id)
-        while pending:
+        mode = "live" if self._ttl else None
+        for _ in range(_ATTEMPTS):
             positions = new_positions(len(pending))
-            batch = db.batch(
-                message_rows(
-                    conversation_id, owner, pending, positions, self._ttl, conditional=True
-                )
-            )
+            items = message_rows(conversation_id, owner, pending, positions, conditional=True)
+            if mode is not None:
+                items.append((mode, (self._cell_ttl, conversation_id)))
             result, _ = await db.execute_all(
-                [batch, self._listing(db, conversation_id)], write=True
+                [db.batch(items), self._listing(db, conversation_id)], write=True
             )
             if result and result[0].get("[applied]"):
                 return [StoredMessage(str(p), m) for m, p in zip(pending, positions, strict=True)]
-            taken = {row.get("message_id") for row in result}
-            remaining = [m for m in pending if m.id not in taken]
-            if len(remaining) == len(pending):
+            switched = False
+            if mode is not None:
+                alive = any(row.get("alive") for row in result)
+                if mode == "live" and not alive:
+                    # New, or expired: remove what the expired life left, then start anew.
+                    if any(row.get("touched") for row in result):
+                        await self._drop_expired(db, conversation_id)
+                    mode = "revive"
+                    continue
+                if mode == "revive" and alive:
+                    mode, switched = "live", True  # another writer started it first
+            taken = {row.get("message_id") for row in result if row.get("message_id")}
+            pending = [m for m in pending if m.id not in taken]
+            if not pending:
+                return []
+            if not taken and not switched:
                 raise RepositoryError(
                     "Cassandra rejected the append without naming a stored message id",
                     backend=BACKEND,
                 )
-            pending = remaining
-        return []
+        raise RepositoryError(
+            f"Cassandra did not apply the append after {_ATTEMPTS} attempts (contention)",
+            backend=BACKEND,
+        )
+
+    async def find_window(
+        self, conversation_id: str, limit: int
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        """Return the system message and the newest ``limit`` non-system messages.
+
+        One query: the head of the partition is the chat section, newest first, and every
+        row carries the static columns that hold the current system message. The same
+        answer as ``find_system_message`` plus ``find_recent(limit)``, in one round trip.
+        """
+        validate_conversation_id(conversation_id)
+        check_limit(limit)
+        db = await self._ready()
+        rows = await db.execute(db.bind("window", (conversation_id, max(1, min(limit, MAX_LIMIT)))))
+        if not rows or self._expired(rows):
+            return None, []
+        head = rows[0]
+        system = None
+        if head["system_position"] is not None:
+            system = stored(conversation_id, head["system_position"], head["system_data"])
+        chat = [row for row in rows if row["section"] == CHAT][:limit]
+        return system, [stored(conversation_id, r["position"], r["data"]) for r in reversed(chat)]
 
     async def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
@@ -204,6 +251,8 @@ class AsyncCassandraChatMemoryRepository:
         if limit == 0:
             return []
         rows = await self._slice_back(conversation_id, CHAT, cutoff, min(limit, MAX_LIMIT))
+        if self._expired(rows):
+            return []
         return [stored(conversation_id, r["position"], r["data"]) for r in reversed(rows)]
 
     async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
@@ -211,7 +260,7 @@ class AsyncCassandraChatMemoryRepository:
         validate_conversation_id(conversation_id)
         db = await self._ready()
         rows = await db.execute(db.bind("current_system", (conversation_id,)))
-        if not rows or rows[0]["system_position"] is None:
+        if not rows or rows[0]["system_position"] is None or self._expired(rows):
             return None
         return stored(conversation_id, rows[0]["system_position"], rows[0]["system_data"])
 
@@ -225,6 +274,8 @@ class AsyncCassandraChatMemoryRepository:
         cutoff = None
         while True:
             rows = await self._slice_back(conversation_id, section, cutoff, _PAGE)
+            if self._expired(rows):
+                return None
             for row in rows:
                 if row["type"] == wanted.value:
                     return stored(conversation_id, row["position"], row["data"])
@@ -283,6 +334,10 @@ class AsyncCassandraChatMemoryRepository:
         validate_conversation_id(conversation_id)
         cutoff = parse_position(position)
         db = await self._ready()
+        if self._ttl and self._expired(
+            await db.execute(db.bind("current_system", (conversation_id,)))
+        ):
+            return 0  # an expired conversation has nothing left to delete
         rows = await db.execute(db.bind("count_before", (conversation_id, CHAT, cutoff)))
         count = int(rows[0]["count"]) if rows else 0
         if count:
@@ -290,8 +345,40 @@ class AsyncCassandraChatMemoryRepository:
         return count
 
     async def purge_expired(self) -> int:
-        """Return 0: Cassandra expires data itself (``USING TTL``)."""
-        return 0
+        """Delete the data of conversations whose TTL has passed.
+
+        Reads and listings already ignore them (their liveness cell and listing rows expired
+        natively); this reclaims the space of those never appended to again. It walks the
+        tracking rows (one query per page of conversations, plus one read per conversation,
+        sent together).
+
+        Returns:
+            How many expired conversations were deleted.
+        """
+        db = await self._ready()
+        purged = 0
+        for bucket in range(self._buckets):
+            after = ""
+            while True:
+                rows = await db.execute(db.bind("list", (TRACKED, bucket, after, _PAGE)))
+                ids = [row["conversation_id"] for row in rows]
+                states = await db.execute_all([db.bind("touched_at", (c,)) for c in ids])
+                for conversation_id, state in zip(ids, states, strict=True):
+                    if state and state[0]["alive"] is not None:
+                        continue  # still alive
+                    touched_at = state[0]["touched_at"] if state else None
+                    if touched_at is not None:
+                        await self._drop_expired(db, conversation_id)
+                        purged += 1
+                    # A later append writes its tracking row with a later timestamp.
+                    stamp = touched_at if touched_at is not None else db.timestamp()
+                    await db.execute(
+                        db.bind("unlist", (stamp, TRACKED, bucket, conversation_id)), write=True
+                    )
+                if len(rows) < _PAGE:
+                    break
+                after = ids[-1]
+        return purged
 
     async def aclose(self) -> None:
         """Shut down the cluster connection if this repository opened it."""
@@ -308,10 +395,26 @@ class AsyncCassandraChatMemoryRepository:
     def _listing(self, db: AsyncSessionAdapter, conversation_id: str) -> Any:
         bucket = listing_bucket(conversation_id, self._buckets)
         scopes = {_scope(None), _scope(owner_of(conversation_id))}
-        return db.batch(
-            [("list_row", (scope, bucket, conversation_id, self._ttl)) for scope in scopes],
-            logged=False,
-        )
+        items = [("list_row", (scope, bucket, conversation_id, self._cell_ttl)) for scope in scopes]
+        if self._ttl:
+            # Kept without a TTL, so purge_expired can find the conversation after expiry.
+            items.append(("list_row", (TRACKED, bucket, conversation_id, 0)))
+        return db.batch(items, logged=False)
+
+    def _expired(self, rows: Sequence[Row]) -> bool:
+        """Whether rows (each carrying the static columns) belong to an expired life."""
+        return bool(self._ttl) and bool(rows) and rows[0].get("alive") is None
+
+    async def _drop_expired(self, db: AsyncSessionAdapter, conversation_id: str) -> None:
+        """Delete an expired conversation's data, and nothing written after it expired.
+
+        The partition delete carries the timestamp of the expired life's last write
+        (``WRITETIME(touched)``); every later write is a Paxos round with a higher ballot
+        timestamp, so a writer that already started the conversation anew loses nothing.
+        """
+        rows = await db.execute(db.bind("touched_at", (conversation_id,)))
+        if rows and rows[0]["alive"] is None and rows[0]["touched_at"] is not None:
+            await db.execute(db.bind("drop", (rows[0]["touched_at"], conversation_id)), write=True)
 
     async def _slice_back(
         self, conversation_id: str, section: str, before: uuid.UUID | None, limit: int
@@ -338,6 +441,8 @@ class AsyncCassandraChatMemoryRepository:
                     rows = await db.execute(
                         db.bind("forward", (conversation_id, section, cursors[section], _PAGE))
                     )
+                    if self._expired(rows):
+                        return []
                     buffers[section] = rows
                     if len(rows) < _PAGE:
                         done.add(section)

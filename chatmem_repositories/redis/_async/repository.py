@@ -200,6 +200,23 @@ class AsyncRedisChatMemoryRepository:
         )
         return stored_from_pairs(reply, conversation_id)[::-1]
 
+    async def find_window(
+        self, conversation_id: str, limit: int
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        """Return the system message and the newest ``limit`` non-system messages.
+
+        One script, so one round trip: the same answer as ``find_system_message`` plus
+        ``find_recent(limit)``, which cost two. The window is oldest first.
+        """
+        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        check_limit(limit)
+        reply = await self._run(
+            "reading the memory window", "WINDOW", [keys[7], keys[4], keys[1]], [limit]
+        )
+        system = stored_from_pairs(reply[:2], conversation_id)
+        window = stored_from_pairs(reply[2:], conversation_id)
+        return (system[0] if system else None), window[::-1]
+
     async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the latest system message, or ``None`` (one round trip)."""
         return await self.find_latest(conversation_id, MessageType.SYSTEM)
