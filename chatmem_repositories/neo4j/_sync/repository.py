@@ -55,10 +55,13 @@ def _create_rule(session: Session, statement: LiteralString) -> None:
 class Neo4jChatMemoryRepository:
     """Stores conversations as a graph in Neo4j 5, through the official sync driver.
 
-    ``(:Conversation {id, owner, next_position, ...})-[:HAS_MESSAGE]->(:Message {position,
-    type, data, ...})``. An append is one write transaction that locks the conversation
-    node, takes its counter and creates the new messages; reads go through composite
-    indexes that start with the conversation id, so their cost does not grow with history.
+    ``(:Conversation {id, owner, generation, next_position, ...})-[:HAS_MESSAGE]->
+    (:Message {generation, position, type, data, ...})``. An append is one statement (one
+    round trip) that locks the conversation node, takes its counter and creates the new
+    messages; a memory read (:meth:`find_window`) is one statement too. Reads go through
+    composite indexes that start with the conversation id, so their cost does not grow with
+    history. Deleting or replacing a conversation bumps its generation atomically and then
+    removes the old messages in batches.
 
     Example:
         ```python
