@@ -12,9 +12,11 @@ from cassandra import (
     Timeout,
     Unavailable,
     UnresolvableContactPoints,
+    WriteTimeout,
 )
 from cassandra.cluster import NoHostAvailable
 from cassandra.connection import ConnectionException
+from cassandra.policies import WriteType
 
 from chatmem.exceptions import (
     ChatMemError,
@@ -23,7 +25,7 @@ from chatmem.exceptions import (
     RepositoryTimeoutError,
 )
 
-__all__ = ["BACKEND", "driver_errors", "translate"]
+__all__ = ["BACKEND", "driver_errors", "is_paxos_contention", "translate"]
 
 BACKEND = "cassandra"
 
@@ -39,6 +41,16 @@ _TABLE: tuple[tuple[tuple[type[BaseException], ...], type[RepositoryError], str]
     ((OperationTimedOut, Timeout), RepositoryTimeoutError, "Cassandra did not answer in time"),
     ((DriverException,), RepositoryError, "Cassandra request failed"),
 )
+
+
+def is_paxos_contention(exc: BaseException) -> bool:
+    """Tell whether an error is a conditional write that timed out in its Paxos round.
+
+    Many writers racing on one partition make Paxos rounds time out. Whether the write
+    applied is unknown, but appends are idempotent by message id, so they can be re-sent.
+    """
+    cause = exc.__cause__ if isinstance(exc, RepositoryTimeoutError) else exc
+    return isinstance(cause, WriteTimeout) and cause.write_type == WriteType.CAS
 
 
 def translate(exc: BaseException) -> BaseException:

@@ -11,14 +11,15 @@ from typing import Any
 
 from cassandra.cluster import Session
 
+from chatmem._concurrency import sleep
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._repository_support import check_limit, matches_history_filters
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.exceptions import RepositoryError
+from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
 from chatmem.messages import Message, MessageType
 from chatmem_repositories._options import parse_options
 from chatmem_repositories.cassandra._drivers import Row, SessionAdapter, ttl_seconds
-from chatmem_repositories.cassandra._errors import BACKEND
+from chatmem_repositories.cassandra._errors import BACKEND, is_paxos_contention
 from chatmem_repositories.cassandra._positions import (
     CLAIM_POSITION,
     decode_cursor,
@@ -184,14 +185,14 @@ class CassandraChatMemoryRepository:
         db = self._ready()
         owner = owner_of(conversation_id)
         mode = "live" if self._ttl else None
-        for _ in range(_ATTEMPTS):
+        for attempt in range(_ATTEMPTS):
             positions = new_positions(len(pending))
             items = message_rows(conversation_id, owner, pending, positions, conditional=True)
             if mode is not None:
                 items.append((mode, (self._cell_ttl, conversation_id)))
-            result, _ = db.execute_all(
-                [db.batch(items), self._listing(db, conversation_id)], write=True
-            )
+            result = self._send_append(db, conversation_id, items, attempt)
+            if result is None:
+                continue
             if result and result[0].get("[applied]"):
                 return [StoredMessage(str(p), m) for m, p in zip(pending, positions, strict=True)]
             switched = False
@@ -218,6 +219,22 @@ class CassandraChatMemoryRepository:
             f"Cassandra did not apply the append after {_ATTEMPTS} attempts (contention)",
             backend=BACKEND,
         )
+
+    def _send_append(
+        self, db: SessionAdapter, conversation_id: str, items: Any, attempt: int
+    ) -> list[Row] | None:
+        """Send one append batch with its listing rows; ``None`` if it lost a Paxos race."""
+        try:
+            result, _ = db.execute_all(
+                [db.batch(items), self._listing(db, conversation_id)], write=True
+            )
+        except RepositoryTimeoutError as exc:
+            if not is_paxos_contention(exc):
+                raise
+            # Whether it applied is unknown; the id claims make re-sending it safe.
+            sleep(0.01 * (1 + attempt))
+            return None
+        return list(result)
 
     def find_window(
         self, conversation_id: str, limit: int
