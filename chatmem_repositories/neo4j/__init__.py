@@ -5,7 +5,15 @@ this backend. See ``docs/backends/neo4j.md`` for the graph model, indexes and op
 """
 
 from chatmem_repositories.neo4j._async.repository import AsyncNeo4jChatMemoryRepository
+from chatmem_repositories.neo4j._async.vector import AsyncNeo4jVectorStore
 from chatmem_repositories.neo4j._config import Neo4jOptions
 from chatmem_repositories.neo4j._sync.repository import Neo4jChatMemoryRepository
+from chatmem_repositories.neo4j._sync.vector import Neo4jVectorStore
 
-__all__ = ["AsyncNeo4jChatMemoryRepository", "Neo4jChatMemoryRepository", "Neo4jOptions"]
+__all__ = [
+    "AsyncNeo4jChatMemoryRepository",
+    "AsyncNeo4jVectorStore",
+    "Neo4jChatMemoryRepository",
+    "Neo4jOptions",
+    "Neo4jVectorStore",
+]
