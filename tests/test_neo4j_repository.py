@@ -291,3 +291,42 @@ def test_purge_racing_appends_keeps_revived_conversations() -> None:
             texts = [m.text for m in repository.find_by_conversation_id(conversation_id)]  # type: ignore[union-attr]
             assert texts == ["again"]
             repository.delete_by_conversation_id(conversation_id)
+
+
+def _stored_nodes(repository: Neo4jChatMemoryRepository, cid: str) -> tuple[int, int]:
+    record = repository._driver.execute_query(
+        "OPTIONAL MATCH (c:Conversation {id: $cid}) "
+        "CALL { MATCH (m:Message) WHERE m.conversation_id = $cid RETURN count(m) AS messages } "
+        "RETURN count(c) AS conversations, messages",
+        cid=cid,
+    ).records[0]
+    return record["conversations"], record["messages"]
+
+
+def test_large_replace_and_delete_run_in_batches(
+    repository: Neo4jChatMemoryRepository, cid: str
+) -> None:
+    # Larger than one cleanup batch (1,000), so retired messages go in several transactions.
+    old = [UserMessage(f"old {i}") for i in range(2500)]
+    repository.append(cid, old)
+    repository.save_all(cid, [old[0], AssistantMessage("new")])
+    assert [m.text for m in repository.find_by_conversation_id(cid)] == ["old 0", "new"]  # type: ignore[union-attr]
+    assert _stored_nodes(repository, cid) == (1, 2)
+    repository.delete_by_conversation_id(cid)
+    assert _stored_nodes(repository, cid) == (0, 0)
+    assert cid not in repository.find_conversation_ids()
+
+
+def test_expired_conversation_restarts_in_a_new_generation(cid: str) -> None:
+    with Neo4jChatMemoryRepository.from_url(server_url("neo4j"), ttl=60) as repository:
+        stored = repository.append(cid, [UserMessage("before")])
+        repository._driver.execute_query(
+            "MATCH (c:Conversation {id: $cid}) SET c.expires_at = timestamp() - 1", cid=cid
+        )
+        again = repository.append(cid, [stored[0].message, UserMessage("after")])
+        # Same id as before, but the old generation is gone: both count as new.
+        assert len(again) == 2
+        assert again[0].position > stored[0].position
+        assert [m.text for m in repository.find_by_conversation_id(cid)] == ["before", "after"]  # type: ignore[union-attr]
+        assert _stored_nodes(repository, cid) == (1, 2)
+        repository.delete_by_conversation_id(cid)
