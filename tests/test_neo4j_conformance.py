@@ -19,7 +19,15 @@ _GARBAGE = "\x00{not json"
 _CORRUPT = "MATCH (m:Message {conversation_id: $cid, position: $position}) SET m.data = $garbage"
 
 
+# The suite's default TTL (1 s) leaves one second between an append and the read that must
+# still see it; on a loaded 2-core machine that gap has been exceeded. Expiry uses the
+# server's clock, so a longer TTL only makes the test slower, not weaker.
+_TTL_SECONDS = 2.0
+
+
 class TestNeo4jAsync(AsyncRepositoryConformance):
+    ttl_seconds = _TTL_SECONDS
+
     @pytest.fixture
     def repository_factory(self) -> Callable[..., Awaitable[AsyncNeo4jChatMemoryRepository]]:
         url = server_url("neo4j")
@@ -41,6 +49,8 @@ class TestNeo4jAsync(AsyncRepositoryConformance):
 
 
 class TestNeo4jSync(RepositoryConformance):
+    ttl_seconds = _TTL_SECONDS
+
     @pytest.fixture
     def repository_factory(self) -> Callable[..., Neo4jChatMemoryRepository]:
         url = server_url("neo4j")
