@@ -61,7 +61,7 @@ class AsyncRepositoryConformance:
     """Writers in the concurrency test."""
     appends_per_writer: ClassVar[int] = 200
     """Appends each writer makes in the concurrency test."""
-    ttl_seconds: ClassVar[float] = 1.0
+    ttl_seconds: ClassVar[float] = 2.0
     """TTL used by the expiry test; the test waits a little over twice as long."""
 
     @pytest.fixture
