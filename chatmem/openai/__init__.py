@@ -11,7 +11,14 @@ Example:
     ```
 """
 
+from chatmem.openai._async.embedding import AsyncOpenAIEmbeddingModel
 from chatmem.openai._async.model import AsyncOpenAIChatModel
+from chatmem.openai._sync.embedding import OpenAIEmbeddingModel
 from chatmem.openai._sync.model import OpenAIChatModel
 
-__all__ = ["AsyncOpenAIChatModel", "OpenAIChatModel"]
+__all__ = [
+    "AsyncOpenAIChatModel",
+    "AsyncOpenAIEmbeddingModel",
+    "OpenAIChatModel",
+    "OpenAIEmbeddingModel",
+]

@@ -246,6 +246,8 @@ def _chat_completions(server: OpenAITestServer, body: dict[str, Any]) -> ServerR
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Small responses on a kept-alive connection otherwise wait out Nagle's delay (~40 ms).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
