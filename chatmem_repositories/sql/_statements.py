@@ -6,18 +6,22 @@ Every value is a bound parameter; table names come only from the validated prefi
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import (
+    Boolean,
     ColumnElement,
     CompoundSelect,
     Delete,
     Insert,
     Integer,
     Select,
+    String,
+    Text,
     Update,
     and_,
+    bindparam,
     case,
     column,
     delete,
@@ -31,9 +35,9 @@ from sqlalchemy import (
     true,
     union_all,
     update,
-    values,
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from chatmem._records import Position, StoredMessage
 from chatmem._repository_support import escape_like
@@ -284,12 +288,31 @@ class Statements:
             .returning(c.next_position)
             .cte("reserved")
         )
+        # unnest() of one array per column, not VALUES: the statement text is the same for
+        # every batch size, so SQLAlchemy compiles it once and reuses it from its cache.
         names = ["message_id", "type", "is_system", "created_at", "search_text", "body"]
-        incoming = values(
-            column("offset", Integer),
-            *(column(name, m[name].type) for name in names),
-            name="incoming",
-        ).data([(row["position"], *(row[name] for name in names)) for row in rows])
+        element_types: dict[str, Any] = {
+            "message_id": String(),
+            "type": String(),
+            "is_system": Boolean(),
+            "created_at": postgresql.TIMESTAMP(),
+            "search_text": Text(),
+            "body": Text(),
+        }
+        arrays = [bindparam("offsets", [row["position"] for row in rows], ARRAY(Integer()))]
+        for name in names:
+            data = [row[name] for row in rows]
+            if name == "created_at":  # arrays skip the column type's UTC conversion
+                data = [value.astimezone(UTC).replace(tzinfo=None) for value in data]
+            arrays.append(bindparam(f"{name}s", data, ARRAY(element_types[name])))
+        incoming = (
+            func.unnest(*arrays)
+            .table_valued(
+                column("offset", Integer()),
+                *(column(name, element_types[name]) for name in names),
+            )
+            .render_derived(name="incoming", with_types=False)
+        )
         source = select(
             literal(conversation_id, m.conversation_id.type),
             reserve.c.next_position - n + incoming.c.offset,
