@@ -25,6 +25,7 @@ from sqlalchemy import (
     case,
     column,
     delete,
+    exists,
     false,
     func,
     insert,
@@ -392,14 +393,11 @@ class Statements:
     # -- reads ---------------------------------------------------------------------------------
 
     def _rows(self, conversation_id: str, now: datetime) -> Select[Any]:
+        # Liveness as an uncorrelated EXISTS, not a join: the database checks it once and
+        # then walks the messages index, whatever its statistics say about the join.
         c, m = self.conversations.c, self.messages.c
-        return (
-            select(m.position, m.body)
-            .select_from(
-                self.messages.join(self.conversations, c.conversation_id == m.conversation_id)
-            )
-            .where(m.conversation_id == conversation_id, self.live(now))
-        )
+        alive = exists().where(c.conversation_id == conversation_id, self.live(now))
+        return select(m.position, m.body).where(m.conversation_id == conversation_id, alive)
 
     def window(
         self, conversation_id: str, limit: int, before: int | None, now: datetime
@@ -426,16 +424,20 @@ class Statements:
         )
 
     def system(self, conversation_id: str, now: datetime) -> Select[Any]:
-        """The current system message through the conversation's reference (two key lookups)."""
+        """The current system message through the conversation's reference (two key lookups).
+
+        The position comes from a scalar subquery, so the message is found by its full
+        primary key even when the planner's statistics are stale (a join let PostgreSQL
+        scan the whole conversation).
+        """
         c, m = self.conversations.c, self.messages.c
-        joined = self.conversations.join(
-            self.messages,
-            and_(m.conversation_id == c.conversation_id, m.position == c.system_position),
-        )
-        return (
-            select(m.position, m.body)
-            .select_from(joined)
+        current = (
+            select(c.system_position)
             .where(c.conversation_id == conversation_id, self.live(now))
+            .scalar_subquery()
+        )
+        return select(m.position, m.body).where(
+            m.conversation_id == conversation_id, m.position == current
         )
 
     def latest(self, conversation_id: str, message_type: MessageType, now: datetime) -> Select[Any]:
