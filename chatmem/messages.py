@@ -232,6 +232,7 @@ Message: TypeAlias = Annotated[
 """Any chat message; ``type`` tells which."""
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+_VERSION_SUFFIX = f',"v":{CODEC_VERSION}}}'
 
 
 def encode_message(message: Message) -> str:
@@ -246,9 +247,8 @@ def encode_message(message: Message) -> str:
     Returns:
         The JSON text.
     """
-    payload = message.model_dump(mode="json")
-    payload["v"] = CODEC_VERSION
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    # pydantic-core writes compact JSON with non-ASCII kept as UTF-8; the version goes last.
+    return _MESSAGE_ADAPTER.dump_json(message)[:-1].decode() + _VERSION_SUFFIX
 
 
 def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> Message:
@@ -265,6 +265,13 @@ def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> 
         MessageDecodeError: If the record is not valid JSON, has an unknown codec version or
             does not describe a message. The message names the conversation.
     """
+    text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
+    if isinstance(text, str) and text.endswith(_VERSION_SUFFIX):
+        # Fast path for what encode_message writes: let pydantic-core parse the JSON.
+        try:
+            return _MESSAGE_ADAPTER.validate_json(text[: -len(_VERSION_SUFFIX)] + "}")
+        except ValidationError:
+            pass  # the slow path below explains what is wrong
     where = f" in conversation {conversation_id!r}" if conversation_id is not None else ""
     try:
         payload = json.loads(data)
