@@ -116,6 +116,17 @@ class Batch:
         ]
 
 
+# Element types of the per-column arrays the one-statement PostgreSQL append unnests.
+_ARRAY_COLUMNS: dict[str, Any] = {
+    "message_id": String(),
+    "type": String(),
+    "is_system": Boolean(),
+    "created_at": postgresql.TIMESTAMP(),
+    "search_text": Text(),
+    "body": Text(),
+}
+
+
 class Statements:
     """Builds every statement for one set of tables and one dialect."""
 
@@ -123,6 +134,8 @@ class Statements:
         self.conversations = tables.conversations
         self.messages = tables.messages
         self.dialect_name = dialect_name
+        self._append_one: Select[Any] | None = None
+        self._window_and_system: CompoundSelect[Any, Any, Any] | None = None
         self.reservation: ReservationMode = (
             "returning"
             if dialect_name in ("postgresql", "sqlite")
@@ -252,22 +265,48 @@ class Statements:
         rows: list[dict[str, Any]],
         now: datetime,
         expires_at: datetime | None,
-    ) -> Select[Any]:
+    ) -> tuple[Select[Any], dict[str, Any]]:
         """PostgreSQL: reserve positions and insert new messages in one statement.
 
         ``WITH r AS (upsert ... RETURNING next_position), ins AS (INSERT ... SELECT FROM r,
-        VALUES ... ON CONFLICT DO NOTHING RETURNING position) SELECT r.next_position,
+        unnest(arrays) ... ON CONFLICT DO NOTHING RETURNING position) SELECT r.next_position,
         ins.position FROM r LEFT JOIN ins``. Run in autocommit, it is the whole append in
         one round trip, and the row lock is held for that statement only. It covers the
         common case, batches without a system message: the upsert does nothing to an
         expired conversation, so no row comes back and the caller takes the full path.
+
+        Returns:
+            The statement (built once, with bind parameters only) and its parameters.
         """
-        c, m = self.conversations.c, self.messages.c
-        n = len(rows)
-        new_row = {
-            "conversation_id": conversation_id,
+        params: dict[str, Any] = {
+            "cid": conversation_id,
             "owner": owner_of(conversation_id),
-            "next_position": 1 + n,
+            "n": len(rows),
+            "now": now,
+            "expires_at": expires_at,
+            "offsets": [row["position"] for row in rows],
+        }
+        for name in _ARRAY_COLUMNS:
+            data = [row[name] for row in rows]
+            if name == "created_at":  # arrays skip the column type's UTC conversion
+                data = [value.astimezone(UTC).replace(tzinfo=None) for value in data]
+            params[f"{name}s"] = data
+        if self._append_one is None:
+            self._append_one = self._build_append_one()
+        return self._append_one, params
+
+    def _build_append_one(self) -> Select[Any]:
+        # Built once per repository: constructing this statement costs more than running it.
+        # unnest() of one array per column, not VALUES: the text is the same for every batch
+        # size, so it is also compiled once.
+        c, m = self.conversations.c, self.messages.c
+        n = bindparam("n", type_=Integer())
+        now = bindparam("now", type_=c.updated_at.type)
+        expires_at = bindparam("expires_at", type_=c.expires_at.type)
+        new_row = {
+            "conversation_id": bindparam("cid", type_=c.conversation_id.type),
+            "owner": bindparam("owner", type_=c.owner.type),
+            "next_position": n + 1,
             "first_position": 0,
             "system_position": None,
             "created_at": now,
@@ -284,44 +323,31 @@ class Statements:
                     "updated_at": now,
                     "expires_at": expires_at,
                 },
-                where=self.live(now),
+                where=or_(c.expires_at.is_(None), c.expires_at > now),
             )
             .returning(c.next_position)
             .cte("reserved")
         )
-        # unnest() of one array per column, not VALUES: the statement text is the same for
-        # every batch size, so SQLAlchemy compiles it once and reuses it from its cache.
-        names = ["message_id", "type", "is_system", "created_at", "search_text", "body"]
-        element_types: dict[str, Any] = {
-            "message_id": String(),
-            "type": String(),
-            "is_system": Boolean(),
-            "created_at": postgresql.TIMESTAMP(),
-            "search_text": Text(),
-            "body": Text(),
-        }
-        arrays = [bindparam("offsets", [row["position"] for row in rows], ARRAY(Integer()))]
-        for name in names:
-            data = [row[name] for row in rows]
-            if name == "created_at":  # arrays skip the column type's UTC conversion
-                data = [value.astimezone(UTC).replace(tzinfo=None) for value in data]
-            arrays.append(bindparam(f"{name}s", data, ARRAY(element_types[name])))
+        arrays = [bindparam("offsets", type_=ARRAY(Integer()))]
+        arrays += [
+            bindparam(f"{name}s", type_=ARRAY(_ARRAY_COLUMNS[name])) for name in _ARRAY_COLUMNS
+        ]
         incoming = (
             func.unnest(*arrays)
             .table_valued(
                 column("offset", Integer()),
-                *(column(name, element_types[name]) for name in names),
+                *(column(name, kind) for name, kind in _ARRAY_COLUMNS.items()),
             )
             .render_derived(name="incoming", with_types=False)
         )
         source = select(
-            literal(conversation_id, m.conversation_id.type),
+            bindparam("cid", type_=m.conversation_id.type),
             reserve.c.next_position - n + incoming.c.offset,
-            *(incoming.c[name] for name in names),
+            *(incoming.c[name] for name in _ARRAY_COLUMNS),
         ).select_from(reserve.join(incoming, true()))
         inserted = (
             postgresql.insert(self.messages)
-            .from_select(["conversation_id", "position", *names], source)
+            .from_select(["conversation_id", "position", *_ARRAY_COLUMNS], source)
             .on_conflict_do_nothing(index_elements=[m.conversation_id, m.message_id])
             .returning(m.position)
             .cte("inserted")
@@ -411,17 +437,25 @@ class Statements:
 
     def window_and_system(
         self, conversation_id: str, limit: int, now: datetime
-    ) -> CompoundSelect[Any, Any, Any]:
+    ) -> tuple[CompoundSelect[Any, Any, Any], dict[str, Any]]:
         """The window and the system message in one statement: ``(is_system, position, body)``.
 
-        Each part stays a subquery on its own index; UNION ALL only concatenates them.
+        Each part stays a subquery on its own index; UNION ALL only concatenates them. The
+        statement is built once with bind parameters (this is the read of every turn).
+
+        Returns:
+            The statement and its parameters.
         """
-        window = self.window(conversation_id, limit, None, now).subquery()
-        system = self.system(conversation_id, now).subquery()
-        return union_all(
-            select(literal(0, Integer), window.c.position, window.c.body),
-            select(literal(1, Integer), system.c.position, system.c.body),
-        )
+        if self._window_and_system is None:
+            cid = bindparam("cid", type_=self.messages.c.conversation_id.type)
+            at = bindparam("now", type_=self.conversations.c.expires_at.type)
+            window = self.window(cid, bindparam("limit", type_=Integer()), None, at).subquery()  # type: ignore[arg-type]
+            system = self.system(cid, at).subquery()  # type: ignore[arg-type]
+            self._window_and_system = union_all(
+                select(literal(0, Integer), window.c.position, window.c.body),
+                select(literal(1, Integer), system.c.position, system.c.body),
+            )
+        return self._window_and_system, {"cid": conversation_id, "limit": limit, "now": now}
 
     def system(self, conversation_id: str, now: datetime) -> Select[Any]:
         """The current system message through the conversation's reference (two key lookups).

@@ -197,14 +197,14 @@ class SqlChatMemoryRepository:
                 raise map_error(exc, self._backend) from exc
             self._ready = True
 
-    def _fetch(self, statement: Any) -> list[Any]:
+    def _fetch(self, statement: Any, params: dict[str, Any] | None = None) -> list[Any]:
         self._ensure_schema()
         attempt = 0
         while True:
             attempt += 1
             try:
                 with self._read_engine.connect() as connection:
-                    result = connection.execute(statement)
+                    result = connection.execute(statement, params)
                     return list(result.all())
             except _ERRORS as exc:
                 if not _should_retry(exc, attempt):
@@ -363,10 +363,10 @@ class SqlChatMemoryRepository:
             and batch.system_offset is None
             and len(batch.messages) <= INSERT_CHUNK
         ):
-            statement = self._sql.append_in_one_statement(
+            statement, params = self._sql.append_in_one_statement(
                 conversation_id, batch.rows(conversation_id, 0), now, self._expiry(now)
             )
-            rows = self._fetch(statement)  # autocommit: one round trip in all
+            rows = self._fetch(statement, params)  # autocommit: one round trip in all
             if rows:
                 start = int(rows[0][0]) - len(batch.messages)
                 stored_positions = {int(r[1]) for r in rows if r[1] is not None}
@@ -413,10 +413,10 @@ class SqlChatMemoryRepository:
         validate_conversation_id(conversation_id)
         if limit == 0:
             return self.find_system_message(conversation_id), []
-        statement = self._sql.window_and_system(conversation_id, limit, _now())
+        statement, params = self._sql.window_and_system(conversation_id, limit, _now())
         system: StoredMessage | None = None
         recent: list[StoredMessage] = []
-        for kind, position, body in self._fetch(statement):
+        for kind, position, body in self._fetch(statement, params):
             stored = to_stored((position, body), conversation_id)
             if kind == 1:
                 system = stored
