@@ -125,7 +125,7 @@ class _AsyncWindowMemory:
         if any(isinstance(m, SystemMessage) for m in batch):
             stored = await self._log.find_system_message(conversation_id)
             current = stored.message.text if stored else None  # type: ignore[union-attr]
-        fresh, _ = _drop_repeated_system(batch, current)
+        fresh = _drop_repeated_system(batch, current)
         if fresh:
             await self._log.append(conversation_id, fresh)
         if self.evict:
@@ -208,7 +208,7 @@ class _AsyncWindowMemory:
         # A repository with only Spring AI's four methods: read, extend, write back.
         history = await self.repository.find_by_conversation_id(conversation_id)
         current = next((m.text for m in reversed(history) if isinstance(m, SystemMessage)), None)
-        fresh, _ = _drop_repeated_system(batch, current)
+        fresh = _drop_repeated_system(batch, current)
         history = [*history, *fresh]
         if self.evict:
             system, window = self._select_from_history(history)
@@ -216,9 +216,8 @@ class _AsyncWindowMemory:
         await self.repository.save_all(conversation_id, history)
 
 
-def _drop_repeated_system(
-    batch: list[Message], current: str | None
-) -> tuple[list[Message], str | None]:
+def _drop_repeated_system(batch: list[Message], current: str | None) -> list[Message]:
+    """Drop system messages equal to the one current when they arrive (in batch order)."""
     fresh: list[Message] = []
     for message in batch:
         if isinstance(message, SystemMessage):
@@ -226,7 +225,7 @@ def _drop_repeated_system(
                 continue
             current = message.text
         fresh.append(message)
-    return fresh, current
+    return fresh
 
 
 class AsyncMessageWindowChatMemory(_AsyncWindowMemory):
