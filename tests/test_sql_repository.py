@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from chatmem_repositories.sql import (
     schema_ddl,
 )
 from chatmem_repositories.sql._drivers import engine_arguments
+from chatmem_repositories.sql._types import NUL_STAND_IN
 from tests.conftest import server_url
 
 PREFIX = "chatmem_test_"
@@ -69,6 +71,13 @@ def test_ddl_uses_types_that_hold_big_messages_and_exact_ids() -> None:
     assert "DATETIME2(6)" in mssql
     assert "_BIN2" in mssql
     assert "CLOB" in schema_ddl("oracle")
+
+
+def test_nul_stand_in_is_never_in_casefolded_text() -> None:
+    # The search text of PostgreSQL and SQLite stores NUL as this character; a search stays
+    # exact only if no casefolded text can contain it.
+    assert NUL_STAND_IN.casefold() != NUL_STAND_IN
+    assert not any(NUL_STAND_IN in chr(c).casefold() for c in range(sys.maxunicode + 1))
 
 
 @pytest.mark.parametrize("prefix", ["", "1x", "x; DROP TABLE t", "a-b", "x" * 31, "ü"])

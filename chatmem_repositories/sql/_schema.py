@@ -12,7 +12,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from chatmem.conversation_ids import MAX_CONVERSATION_ID_LENGTH
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories.sql._types import Identifier, LongText, UtcDateTime
+from chatmem_repositories.sql._types import Identifier, LongText, SearchText, UtcDateTime
 
 __all__ = ["MAX_MESSAGE_ID_LENGTH", "Tables", "build_tables", "check_table_prefix", "schema_ddl"]
 
@@ -83,7 +83,7 @@ def build_tables(prefix: str, dialect_name: str) -> Tables:
         Column("type", String(16), nullable=False),
         Column("is_system", Boolean, nullable=False),
         Column("created_at", UtcDateTime, nullable=False),
-        Column("search_text", LongText(binary_collation=True), nullable=False),
+        Column("search_text", SearchText(), nullable=False),
         Column("body", LongText(), nullable=False),
         **mysql_options,
     )

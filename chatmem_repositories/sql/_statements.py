@@ -53,6 +53,7 @@ from chatmem.messages import (
     searchable_text,
 )
 from chatmem_repositories.sql._schema import MAX_MESSAGE_ID_LENGTH, Tables
+from chatmem_repositories.sql._types import SearchText
 
 __all__ = ["Batch", "Statements", "as_position", "to_stored"]
 
@@ -122,7 +123,8 @@ _ARRAY_COLUMNS: dict[str, Any] = {
     "type": String(),
     "is_system": Boolean(),
     "created_at": postgresql.TIMESTAMP(),
-    "search_text": Text(),
+    # The column's own type, so the array's items get its NUL substitution.
+    "search_text": SearchText(),
     "body": Text(),
 }
 
@@ -511,7 +513,8 @@ class Statements:
             statement = statement.where(m.type.in_([str(t) for t in types]))
         if text is not None:
             # Both sides casefolded, wildcards escaped: a literal, case-insensitive substring
-            # match on every dialect, whatever its LIKE does with case.
+            # match on every dialect, whatever its LIKE does with case. The pattern is bound
+            # as the column's SearchText, so NUL is replaced in it as in the stored text.
             pattern = f"%{escape_like(text.casefold(), _LIKE_ESCAPE)}%"
             statement = statement.where(m.search_text.like(pattern, escape=_LIKE_ESCAPE))
         if after is not None:

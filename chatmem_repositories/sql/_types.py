@@ -10,9 +10,19 @@ from sqlalchemy.dialects import mssql, mysql, oracle
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-__all__ = ["Identifier", "LongText", "UtcDateTime"]
+__all__ = ["NUL_STAND_IN", "Identifier", "LongText", "SearchText", "UtcDateTime"]
 
 _MYSQL = ("mysql", "mariadb")
+
+# PostgreSQL rejects NUL in text; SQLite's LIKE stops reading at it.
+_NUL_UNSAFE = ("postgresql", "sqlite")
+NUL_STAND_IN = "\u00df"
+"""What NUL becomes in the search text on PostgreSQL and SQLite (``ß``).
+
+``str.casefold()`` turns ``ß`` into ``ss`` and, case folding being idempotent (a Unicode
+stability guarantee), never outputs it: no casefolded text contains it, so it cannot be
+confused with the NUL it stands for.
+"""
 
 
 class _TextBoundVarbinary(mysql.VARBINARY):
@@ -107,3 +117,30 @@ def LongText(*, binary_collation: bool = False) -> TypeEngine[str]:  # noqa: N80
     )
     # SQL Server's TEXT is deprecated; NVARCHAR(max) holds the same and supports LIKE.
     return Text().with_variant(variant, *_MYSQL).with_variant(mssql.NVARCHAR(), "mssql")
+
+
+class SearchText(TypeDecorator[str]):
+    """Casefolded text that ``LIKE`` searches, of any length, NUL included.
+
+    On PostgreSQL and SQLite a NUL is stored as :data:`NUL_STAND_IN`, a character no
+    casefolded text contains. Every value bound against the column goes through the same
+    substitution, the ``LIKE`` pattern included, so a search matches exactly where the
+    original text does. Other databases store NUL as it is.
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        """Use :func:`LongText` with a byte-for-byte collation on MySQL/MariaDB."""
+        return LongText(binary_collation=True)
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        """Replace NUL on the databases that cannot store or search it."""
+        if value is not None and dialect.name in _NUL_UNSAFE:
+            return value.replace("\x00", NUL_STAND_IN)
+        return value
+
+    def coerce_compared_value(self, op: Any, value: Any) -> TypeEngine[Any]:
+        """Bind compared values, such as a ``LIKE`` pattern, as this type (so NUL maps too)."""
+        return self

@@ -38,6 +38,8 @@ from chatmem.messages import (
     Message,
     MessageType,
     SystemMessage,
+    ToolCall,
+    ToolResponse,
     ToolResponseMessage,
     UserMessage,
 )
@@ -106,6 +108,44 @@ class RepositoryConformance:
         messages: list[Message] = [UserMessage(big), AssistantMessage(""), UserMessage("")]
         repository.append(cid, messages)
         assert repository.find_by_conversation_id(cid) == messages
+
+    def test_nul_characters_round_trip_and_are_searchable(
+        self, repository: ChatMemoryLog, cid: str
+    ) -> None:
+        # Some stores reject NUL inside text; a message must still come back exactly.
+        messages: list[Message] = [
+            SystemMessage("sys\x00tem", metadata={"k\x00ey": "v\x00alue"}),
+            UserMessage("a\x00b", metadata={"nested": ["x\x00y"]}),
+            AssistantMessage(
+                tool_calls=[ToolCall(id="call_nul", name="look\x00up", arguments='{"q":"c\x00d"}')]
+            ),
+            ToolResponseMessage(
+                responses=[ToolResponse(id="call_nul", name="look\x00up", response_data="e\x00f")]
+            ),
+            AssistantMessage("ab, without NUL", metadata={"\x00": "\x00"}),
+        ]
+        # Two appends: with and without a system message, which some backends store apart.
+        repository.append(cid, messages[:1])
+        repository.append(cid, messages[1:])
+        chat = [m for m in messages if not isinstance(m, SystemMessage)]
+        assert repository.find_by_conversation_id(cid) == messages
+        assert [s.message for s in repository.find_recent(cid, 10)] == chat
+        if isinstance(repository, WindowReader):
+            system, recent = repository.find_window(cid, 10)
+            assert system is not None
+            assert system.message == messages[0]
+            assert [s.message for s in recent] == chat
+        assert [s.message for s in repository.find_history(cid)] == messages
+
+        def hits(text: str) -> list[Message]:
+            return [s.message for s in repository.find_history(cid, text=text)]
+
+        assert hits("A\x00B") == [messages[1]]
+        assert hits('"c\x00d"') == [messages[2]]
+        assert hits("e\x00f") == [messages[3]]
+        assert hits("\x00tem") == [messages[0]]
+        assert hits("\x00") == messages[:4]
+        assert hits("ab") == [messages[4]]
 
     def test_unknown_conversation_is_empty(self, repository: ChatMemoryLog, cid: str) -> None:
         assert repository.find_by_conversation_id(cid) == []
