@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -273,24 +274,72 @@ def test_purge_expired_deletes_messages_too(cid: str) -> None:
 
 
 def test_purge_racing_appends_keeps_revived_conversations() -> None:
+    # Two purgers loop while each expired conversation is revived by an append and read back
+    # at once. An append that met a conversation node a purge deleted while the append waited
+    # for its lock used to be acknowledged with nothing stored (a few percent of appends).
     url = server_url("neo4j")
     with Neo4jChatMemoryRepository.from_url(url, ttl=60) as repository:
-        for _ in range(8):
-            conversation_id = f"neo4j-race-{uuid.uuid4()}"
+        conversation_ids = [f"neo4j-race-{uuid.uuid4()}" for _ in range(40)]
+        for conversation_id in conversation_ids:
             repository.append(conversation_id, [UserMessage("old")])
-            repository._driver.execute_query(
-                "MATCH (c:Conversation {id: $cid}) SET c.expires_at = timestamp() - 1",
-                cid=conversation_id,
-            )
-            run_all(
-                [
-                    repository.purge_expired,
-                    lambda cid=conversation_id: repository.append(cid, [UserMessage("again")]),
-                ]
-            )
-            texts = [m.text for m in repository.find_by_conversation_id(conversation_id)]  # type: ignore[union-attr]
-            assert texts == ["again"]
+        repository._driver.execute_query(
+            "MATCH (c:Conversation) WHERE c.id IN $ids SET c.expires_at = timestamp() - 1",
+            ids=conversation_ids,
+        )
+        appending = threading.Event()
+        appending.set()
+
+        def purge_while_appending() -> None:
+            while appending.is_set():
+                repository.purge_expired()
+
+        lost: list[str] = []
+
+        def revive_each() -> None:
+            try:
+                for conversation_id in conversation_ids:
+                    repository.append(conversation_id, [UserMessage("again")])
+                    history = repository.find_by_conversation_id(conversation_id)
+                    if [m.text for m in history] != ["again"]:  # type: ignore[union-attr]
+                        lost.append(conversation_id)
+            finally:
+                appending.clear()
+
+        run_all([purge_while_appending, purge_while_appending, revive_each])
+        assert lost == []
+        for conversation_id in conversation_ids:
             repository.delete_by_conversation_id(conversation_id)
+
+
+def test_append_racing_deletes_is_stored_or_reported() -> None:
+    # Deleters remove the conversation node (tombstone dropped) over and over while one
+    # writer appends. An append that found the node just before a deletion removed it used
+    # to be acknowledged with nothing stored; every acknowledged fresh message must be stored.
+    url = server_url("neo4j")
+    with Neo4jChatMemoryRepository.from_url(url) as repository:
+        conversation_id = f"neo4j-race-{uuid.uuid4()}"
+        appending = threading.Event()
+        appending.set()
+
+        def delete_while_appending() -> None:
+            while appending.is_set():
+                repository.delete_by_conversation_id(conversation_id)
+
+        unstored: list[str] = []
+
+        def append_each() -> None:
+            try:
+                for i in range(150):
+                    message = UserMessage(f"message {i}")
+                    stored = repository.append(conversation_id, [message])
+                    if [s.message.id for s in stored] != [message.id]:
+                        unstored.append(message.text)
+            finally:
+                appending.clear()
+
+        run_all([delete_while_appending, delete_while_appending, append_each])
+        assert unstored == []
+        repository.delete_by_conversation_id(conversation_id)
 
 
 def _stored_nodes(repository: Neo4jChatMemoryRepository, cid: str) -> tuple[int, int]:

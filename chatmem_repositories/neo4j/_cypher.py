@@ -38,7 +38,11 @@ _LIVE = "c.deleted IS NULL AND coalesce(c.expires_at > timestamp(), true)"
 # Taking the conversation's write lock (the SET right after MERGE) before reading anything
 # from it is what serializes concurrent appenders. The node is matched again after the lock
 # because the planner may cache properties at the first lookup, before the lock: the second
-# match reads the values the previous lock holder committed.
+# match reads the values the previous lock holder committed. If a finished deletion removed
+# the node while this statement waited for its lock, the second match finds nothing and the
+# statement returns no row and writes nothing; the repository then runs it again, and the
+# MERGE creates the conversation anew. (A statement that found its conversation returns
+# exactly one row, even when every message was already stored.)
 _LOCK_CONVERSATION = """
 MERGE (l:{C} {{id: $cid}})
   ON CREATE SET l.owner = $owner, l.generation = 1, l.next_position = 1,
@@ -55,13 +59,17 @@ SET c.next_position = base + size(fresh),
     c.expires_at = CASE WHEN $ttl_ms IS NOT NULL THEN timestamp() + $ttl_ms
                         WHEN retired THEN null ELSE c.expires_at END
 WITH c, retired, fresh, base
-UNWIND range(0, size(fresh) - 1) AS i
-WITH c, retired, fresh[i] AS msg, base + i AS position
-CREATE (c)-[:HAS_MESSAGE]->(m:{M} {{
-  conversation_id: $cid, generation: c.generation, position: position, message_id: msg.id,
-  type: msg.type, is_system: msg.is_system, created_at: msg.created_at,
-  search_text: msg.search_text, data: msg.data}})
-RETURN msg.id AS id, position, retired
+CALL {{
+  WITH c, fresh, base
+  UNWIND range(0, size(fresh) - 1) AS i
+  WITH c, fresh[i] AS msg, base + i AS position
+  CREATE (c)-[:HAS_MESSAGE]->(m:{M} {{
+    conversation_id: $cid, generation: c.generation, position: position, message_id: msg.id,
+    type: msg.type, is_system: msg.is_system, created_at: msg.created_at,
+    search_text: msg.search_text, data: msg.data}})
+  RETURN collect([msg.id, position]) AS stored
+}}
+RETURN stored, retired
 """
 
 # An expired or deleted conversation starts over in a new generation.

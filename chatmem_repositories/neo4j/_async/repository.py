@@ -13,6 +13,7 @@ from chatmem._concurrency import AsyncLock, async_sleep
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._repository_support import check_limit, normalize_ttl
 from chatmem.conversation_ids import owner_of, validate_conversation_id
+from chatmem.exceptions import RepositoryError
 from chatmem.messages import Message, MessageType
 from chatmem_repositories.neo4j._config import driver_settings
 from chatmem_repositories.neo4j._cypher import Statements
@@ -36,6 +37,7 @@ from chatmem_repositories.neo4j._records import (
 __all__ = ["AsyncNeo4jChatMemoryRepository"]
 
 _PURGE_BATCH = 500
+_LOST_NODE_ATTEMPTS = 10
 
 Rows = list[list[Any]]
 
@@ -183,6 +185,23 @@ class AsyncNeo4jChatMemoryRepository:
     async def _write(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
         return await self._execute(action, query, params, write=True)
 
+    async def _write_messages(
+        self, action: str, query: LiteralString, params: dict[str, Any]
+    ) -> tuple[list[list[Any]], bool]:
+        # An append or replace whose conversation node was removed by a finished deletion
+        # while it waited for the node's lock wrote nothing and returned no row (see
+        # _cypher): running it again creates the conversation anew. Each lost race means
+        # a deletion completed in between, so a few attempts are plenty.
+        for _ in range(_LOST_NODE_ATTEMPTS):
+            rows = await self._write(action, query, params)
+            if rows:
+                stored, retired = rows[0]
+                return stored, bool(retired)
+        raise RepositoryError(
+            f"Neo4j {action} failed: the conversation was deleted concurrently "
+            f"{_LOST_NODE_ATTEMPTS} times in a row; nothing was written"
+        )
+
     async def _read(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
         return await self._execute(action, query, params, write=False)
 
@@ -224,7 +243,7 @@ class AsyncNeo4jChatMemoryRepository:
             await self.delete_by_conversation_id(conversation_id)
             return
         params = self._append_params(conversation_id, messages)
-        await self._write("save_all", self._statements.replace, params)
+        await self._write_messages("save_all", self._statements.replace, params)
         await self._sweep(conversation_id)
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
@@ -263,12 +282,12 @@ class AsyncNeo4jChatMemoryRepository:
         if not batch:
             return []
         params = self._append_params(conversation_id, batch)
-        rows = await self._write("append", self._statements.append, params)
+        stored, retired = await self._write_messages("append", self._statements.append, params)
         by_id = {m.id: m for m in batch}
-        if rows and rows[0][2]:
+        if retired:
             # The conversation had expired and started over: remove its old messages.
             await self._sweep(conversation_id)
-        return [StoredMessage(position, by_id[message_id]) for message_id, position, _ in rows]
+        return [StoredMessage(position, by_id[message_id]) for message_id, position in stored]
 
     async def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
