@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -10,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from pydantic import BaseModel
@@ -26,6 +27,7 @@ from chatmem import (
     ChatModelHTTPError,
     ChatModelTimeoutError,
     ChatOptions,
+    ChatResponse,
     Media,
     Message,
     MessageWindowChatMemory,
@@ -42,10 +44,11 @@ from chatmem import (
 )
 from chatmem.openai import AsyncOpenAIChatModel, OpenAIChatModel
 from chatmem.testing import OpenAITestServer, ScriptedCompletion
-from chatmem.testing.openai_server import validate_chat_messages
+from chatmem.testing.openai_server import ServerReply, validate_chat_messages
 from chatmem_advisors import AsyncMessageChatMemoryAdvisor, MessageChatMemoryAdvisor
 
 CID = {CONVERSATION_ID: "007"}
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -382,6 +385,145 @@ async def test_async_stream_cancelled_stores_nothing(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await memory.get("007") == []
+
+
+# -- a stream cut short: no finish reason, no [DONE] --------------------------------------------
+
+CITIES_ASKED: list[str] = []
+
+
+@tool
+def book_trip(city: str) -> str:
+    """Book a trip (a side effect a half-received call must never cause).
+
+    Args:
+        city: The destination.
+    """
+    CITIES_ASKED.append(city)
+    return f"booked {city}"
+
+
+# Role chunk, tool-call head, then '{"city"': the call is cut mid-arguments.
+CUT_TOOL_CALL = ScriptedCompletion(
+    tool_calls=[("call_1", "book_trip", '{"city": "Rome"}')], truncate_after=3
+)
+# Every argument chunk came, only the finish reason did not: more calls could have followed.
+UNFINISHED_TOOL_CALL = dataclasses.replace(CUT_TOOL_CALL, truncate_after=5)
+
+
+def test_stream_cut_short_raises_and_stores_nothing_of_the_turn(
+    server: OpenAITestServer, model: OpenAIChatModel
+) -> None:
+    memory = MessageWindowChatMemory()
+    client = memory_client(model, memory)
+    server.reply_text("Hello, Mr Bond.")
+    client.prompt("My name is James Bond").advisors(CID).call().content()
+    before = memory.get("007")
+    assert len(before) == 2
+    # Text cut after two words: the pieces already received reach the reader, then the error.
+    server.reply(ScriptedCompletion(text="one two three four", truncate_after=3))
+    received: list[str] = []
+    with pytest.raises(ChatModelConnectionError, match="finish"):
+        received.extend(client.prompt("Count").advisors(CID).stream().content())
+    assert received == ["one", " two"]
+    # As for any failed turn, not even the user message is stored.
+    assert memory.get("007") == before
+    # A tool call of a cut stream is never run, and nothing of the turn is stored.
+    CITIES_ASKED.clear()
+    for script in (CUT_TOOL_CALL, UNFINISHED_TOOL_CALL):
+        server.reply(script)
+        with pytest.raises(ChatModelConnectionError):
+            list(client.prompt("Book Rome").tools(book_trip).advisors(CID).stream().content())
+    assert CITIES_ASKED == []
+    assert memory.get("007") == before
+    assert len(server.chat_requests) == 4  # no request carried a half-received call
+
+
+async def drain(stream: AsyncIterator[T], into: list[T]) -> None:
+    async with aclosing(stream) as items:
+        async for item in items:
+            into.append(item)
+
+
+async def test_async_stream_cut_short_raises_and_stores_nothing_of_the_turn(
+    server: OpenAITestServer, amodel: AsyncOpenAIChatModel
+) -> None:
+    memory = AsyncMessageWindowChatMemory()
+    client = (
+        AsyncChatClient.builder(amodel)
+        .default_advisors(AsyncMessageChatMemoryAdvisor(memory))
+        .default_tools(book_trip)
+        .build()
+    )
+    CITIES_ASKED.clear()
+    server.reply(ScriptedCompletion(text="one two three", truncate_after=2), CUT_TOOL_CALL)
+    for question in ("Count", "Book Rome"):
+        with pytest.raises(ChatModelConnectionError):
+            await drain(client.prompt(question).advisors(CID).stream().content(), [])
+    assert CITIES_ASKED == []
+    assert await memory.get("007") == []
+    # The model alone raises too, after yielding what it received.
+    server.reply(ScriptedCompletion(text="one two", truncate_after=2))
+    chunks: list[ChatResponse] = []
+    with pytest.raises(ChatModelConnectionError):
+        await drain(amodel.stream(Prompt([UserMessage("hi")])), chunks)
+    assert "".join(c.text for c in chunks) == "one"
+
+
+def _events_route(events: list[dict[str, Any] | str]) -> Any:
+    def route(server: OpenAITestServer, body: dict[str, Any]) -> ServerReply:
+        return ServerReply(events=iter(events))
+
+    return route
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [choice],
+    }
+
+
+def test_stream_cut_after_the_finish_reason_is_a_complete_answer(
+    server: OpenAITestServer, model: OpenAIChatModel
+) -> None:
+    # Only the usage chunk and [DONE] are missing: the answer itself was finished.
+    events: list[dict[str, Any] | str] = [
+        _chunk({"role": "assistant", "content": "All"}),
+        _chunk({"content": " done."}),
+        _chunk({}, "stop"),
+    ]
+    server.add_route("POST", "/v1/chat/completions", _events_route(events))
+    memory = MessageWindowChatMemory()
+    client = memory_client(model, memory)
+    assert "".join(client.prompt("Finish?").advisors(CID).stream().content()) == "All done."
+    assert [getattr(m, "text", None) for m in memory.get("007")] == ["Finish?", "All done."]
+
+
+def _completion_route(message: dict[str, Any], finish: dict[str, Any]) -> Any:
+    def route(server: OpenAITestServer, body: dict[str, Any]) -> ServerReply:
+        choice = {"index": 0, "message": message, **finish}
+        completion = {"id": "c", "object": "chat.completion", "created": 0, "model": "m"}
+        return ServerReply(body={**completion, "choices": [choice]})
+
+    return route
+
+
+@pytest.mark.parametrize("finish", [{}, {"finish_reason": None}])
+def test_call_without_a_finish_reason_is_taken_whole(
+    server: OpenAITestServer, model: OpenAIChatModel, finish: dict[str, Any]
+) -> None:
+    # A JSON body is complete by construction (a cut one does not parse); some compatible
+    # servers leave the reason out, so the answer is used as it is.
+    message = {"role": "assistant", "content": "Complete."}
+    server.add_route("POST", "/v1/chat/completions", _completion_route(message, finish))
+    response = model.call(Prompt([UserMessage("hi")]))
+    assert response.text == "Complete."
+    assert response.finish_reason is None
 
 
 # -- concurrency --------------------------------------------------------------------------------

@@ -201,11 +201,14 @@ class StreamAssembler:
 
     Text deltas pass through as they come. Tool-call deltas are assembled by index (the id
     and name arrive first, the arguments in pieces) and emitted whole with the finish reason.
+    A stream is complete only once that finish reason has come: :meth:`finish` raises
+    otherwise, and tool calls still being assembled are never emitted.
     """
 
     def __init__(self) -> None:
         self._calls: dict[int, dict[str, str]] = {}
         self._model: str | None = None
+        self._finished = False
 
     def feed(self, chunk: Any) -> list[ChatResponse]:
         """Take one SDK chunk and return the chatmem chunks it completes.
@@ -227,12 +230,13 @@ class StreamAssembler:
                 message = AssistantMessage(delta.content)
                 out.append(ChatResponse([Generation(message)], model=self._model))
             if choice.finish_reason is not None:
+                self._finished = True
                 out.append(self._calls_chunk(choice.finish_reason))
         if chunk.usage is not None:
             out.append(ChatResponse((), _usage(chunk.usage), self._model))
         return out
 
-    def _calls_chunk(self, finish_reason: str | None) -> ChatResponse:
+    def _calls_chunk(self, finish_reason: str) -> ChatResponse:
         calls = [
             ToolCall(id=slot["id"], name=slot["name"], arguments=slot["arguments"])
             for _, slot in sorted(self._calls.items())
@@ -241,9 +245,22 @@ class StreamAssembler:
         message = AssistantMessage("", tool_calls=calls)
         return ChatResponse([Generation(message, finish_reason)], model=self._model)
 
-    def finish(self) -> list[ChatResponse]:
-        """Return tool calls still pending when a stream ended without a finish reason."""
-        return [self._calls_chunk(None)] if self._calls else []
+    def finish(self) -> None:
+        """Check that the stream that just ended carried a finish reason.
+
+        Raises:
+            ChatModelConnectionError: If it did not. The provider sends the finish reason
+                before usage and ``[DONE]``, so a stream without one was cut off: the answer
+                is incomplete and any tool call in it may be missing arguments. It is the
+                error of a body cut mid-transfer, which the HTTP layer reports the same way,
+                and like it the request can be retried.
+        """
+        if not self._finished:
+            pending = f" with {len(self._calls)} tool call(s) unfinished" if self._calls else ""
+            raise ChatModelConnectionError(
+                f"the stream ended before the provider finished the answer (no finish_reason)"
+                f"{pending}; the connection was cut or the server stopped"
+            )
 
 
 def map_error(exc: BaseException) -> ChatModelError | None:

@@ -57,6 +57,10 @@ class ScriptedCompletion:
     """Seconds to wait between streamed chunks."""
     fail_after_chunks: int | None = None
     """In a stream, send an error event after that many content chunks."""
+    truncate_after: int | None = None
+    """In a stream, end the response after that many chunks (the opening role chunk counts),
+    as a dropped connection or a crashed server would: no chunk with a finish reason, no usage
+    chunk and no ``[DONE]``. Tool-call arguments come 7 characters per chunk."""
     usage: tuple[int, int] = (10, 5)
     """Prompt and completion tokens reported."""
 
@@ -194,6 +198,31 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict
 
 
 def _stream_events(
+    script: ScriptedCompletion, model: str, include_usage: bool
+) -> Iterator[dict[str, Any] | str]:
+    events = _whole_stream(script, model, include_usage)
+    if script.truncate_after is None:
+        return events
+    return _truncated(events, script.truncate_after)
+
+
+def _truncated(
+    events: Iterator[dict[str, Any] | str], count: int
+) -> Iterator[dict[str, Any] | str]:
+    for sent, event in enumerate(events):
+        ends_answer = event == "[DONE]" or (
+            isinstance(event, dict)
+            and (
+                event.get("usage") is not None
+                or any(c.get("finish_reason") for c in event.get("choices", []))
+            )
+        )
+        if sent == count or ends_answer:
+            return
+        yield event
+
+
+def _whole_stream(
     script: ScriptedCompletion, model: str, include_usage: bool
 ) -> Iterator[dict[str, Any] | str]:
     yield _chunk(model, {"role": "assistant", "content": ""})

@@ -117,6 +117,9 @@ class OpenAIChatModel:
 
         Raises:
             ChatModelError: If the provider fails, before or during the stream.
+            ChatModelConnectionError: If the stream ends without a finish reason (it was cut
+                off): raised after the text received so far; a tool call still being
+                received is never yielded.
         """
         kwargs: dict[str, Any] = request_kwargs(prompt, self.options)
         kwargs["stream"] = True
@@ -126,15 +129,15 @@ class OpenAIChatModel:
             stream = self.client.chat.completions.create(**kwargs)
             with stream:
                 for chunk in stream:
-                    for piece in assembler.feed(chunk):
+                    # A sync generator cannot "yield from"; the generated sync twin could.
+                    for piece in assembler.feed(chunk):  # noqa: UP028, RUF100
                         yield piece
         except Exception as exc:
             mapped = map_error(exc)
             if mapped is None:
                 raise
             raise mapped from exc
-        for piece in assembler.finish():
-            yield piece
+        assembler.finish()
 
     def close(self) -> None:
         """Close the HTTP client, if this model created it."""
