@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("cassandra")
 
-MESSAGES = "chatmem_messages"
+MESSAGES = "chatmem_messages_v2"
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +41,7 @@ def raw_session(url: str) -> Iterator[Session]:
 def corrupt(session: Session, conversation_id: str, position: Position) -> None:
     """Overwrite one stored message with JSON that does not decode."""
     where = "conversation_id = %s AND section = 'c' AND position = %s"
-    key = (conversation_id, uuid.UUID(str(position)))
+    key = (conversation_id, int(position))
     row = session.execute(f"SELECT message_id FROM {MESSAGES} WHERE {where}", key).one()
     session.execute(
         f"UPDATE {MESSAGES} SET data = %s WHERE {where} AND message_id = %s",

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,12 +94,34 @@ def test_url_hosts_and_password_stay_out_of_repr() -> None:
     assert repository._ttl == 60
 
 
-def test_bad_position_is_a_configuration_error(url: str) -> None:
+@pytest.mark.parametrize(
+    "bad",
+    # A TIMEUUID is a position of the version 1 layout, which this one does not read.
+    ["not-a-position", "2b1c5f1e-cc8f-11f0-8000-000000000000", "-1", -1, True, 2**63, 1.5],
+)
+def test_bad_position_is_a_configuration_error(url: str, bad: Any) -> None:
     with (
         CassandraChatMemoryRepository.from_url(url) as repository,
         pytest.raises(ConfigurationError),
     ):
-        repository.find_recent(cid(), 5, before="not-a-position")
+        repository.find_recent(cid(), 5, before=bad)
+
+
+def test_positions_are_integers_from_one(url: str) -> None:
+    with CassandraChatMemoryRepository.from_url(url) as repository:
+        conversation = cid()
+        first = repository.append(conversation, [SystemMessage("s"), UserMessage("u")])
+        second = repository.append(conversation, [AssistantMessage("a")])
+        assert [s.position for s in first + second] == [1, 2, 3]
+        # A position passed back as its decimal string is accepted too.
+        older = repository.find_recent(conversation, 5, before="3")
+        assert _texts(s.message for s in older) == ["u"]
+        repository.save_all(conversation, [UserMessage("x"), AssistantMessage("y")])
+        assert [s.position for s in repository.find_history(conversation)] == [1, 2]
+        assert [s.position for s in repository.append(conversation, [UserMessage("z")])] == [3]
+        repository.delete_by_conversation_id(conversation)
+        assert [s.position for s in repository.append(conversation, [UserMessage("new")])] == [1]
+        repository.delete_by_conversation_id(conversation)
 
 
 # -- construction and ownership ---------------------------------------------------------------
@@ -180,6 +208,32 @@ def test_round_trips_do_not_depend_on_history(session: Session, stored: int) -> 
         repository.close()
 
 
+def test_round_trips_when_another_writer_appended(session: Session) -> None:
+    # Two repositories stand for two processes: each knows only the counter it last saw.
+    mine = CassandraChatMemoryRepository(session, keyspace="chatmem_test")
+    other = CassandraChatMemoryRepository(session, keyspace="chatmem_test")
+    conversation = cid()
+    mine.append(conversation, [UserMessage("a")])
+    other.find_recent(conversation, 1)  # set-up happens before counting
+    counter = Counter(session)
+    try:
+        # A stale guess costs one more round: the rejected batch answers with the counter.
+        assert counter.measure(lambda: other.append(conversation, [UserMessage("b")])) == 4
+        assert counter.measure(lambda: other.append(conversation, [UserMessage("c")])) == 2
+        assert counter.measure(lambda: mine.append(conversation, [UserMessage("d")])) == 4
+        # The memory read brings the counter along, so the append after it is one round.
+        other.find_window(conversation, 20)
+        assert counter.measure(lambda: other.append(conversation, [UserMessage("e")])) == 2
+        history = mine.find_history(conversation)
+        assert [s.position for s in history] == [1, 2, 3, 4, 5]
+        assert _texts(s.message for s in history) == ["a", "b", "c", "d", "e"]
+    finally:
+        counter.remove()
+        mine.delete_by_conversation_id(conversation)
+        mine.close()
+        other.close()
+
+
 def test_round_trips_with_ttl(session: Session) -> None:
     repository = CassandraChatMemoryRepository(session, keyspace="chatmem_test", ttl=3600)
     conversation = cid()
@@ -207,7 +261,7 @@ def _texts(messages: Any) -> list[str]:
 def _partition_rows(session: Session, conversation_id: str) -> list[Any]:
     return list(
         session.execute(
-            "SELECT * FROM chatmem_test.chatmem_messages WHERE conversation_id = %s",
+            "SELECT * FROM chatmem_test.chatmem_messages_v2 WHERE conversation_id = %s",
             (conversation_id,),
         )
     )
@@ -286,6 +340,195 @@ async def test_ttl_async_revives_an_expired_conversation(session: Session) -> No
     finally:
         await repository.delete_by_conversation_id(conversation)
         await repository.aclose()
+
+
+# -- order across writers whose clocks differ ------------------------------------------------
+
+# A writer in a process of its own: it connects, says "ready", then for each line read from
+# stdin, ["conversation id", "text", count], appends count messages one at a time ("text" for
+# one, "text:0", "text:1", ... for more) and answers with the positions they got.
+_WRITER = """
+import asyncio, json, sys
+from chatmem import UserMessage
+from chatmem_repositories.cassandra import (
+    AsyncCassandraChatMemoryRepository,
+    CassandraChatMemoryRepository,
+)
+
+url, flavour = sys.argv[1], sys.argv[2]
+
+
+def texts(text, count):
+    return [text] if count == 1 else [f"{text}:{i}" for i in range(count)]
+
+
+def run_sync():
+    with CassandraChatMemoryRepository.from_url(url) as repository:
+        repository.find_recent("warm-up", 1)
+        print(json.dumps("ready"), flush=True)
+        for line in sys.stdin:
+            conversation_id, text, count = json.loads(line)
+            positions = []
+            for one in texts(text, count):
+                stored = repository.append(conversation_id, [UserMessage(one)])
+                positions += [s.position for s in stored]
+            print(json.dumps(positions), flush=True)
+
+
+async def run_async():
+    async with AsyncCassandraChatMemoryRepository.from_url(url) as repository:
+        await repository.find_recent("warm-up", 1)
+        print(json.dumps("ready"), flush=True)
+        for line in sys.stdin:
+            conversation_id, text, count = json.loads(line)
+            positions = []
+            for one in texts(text, count):
+                stored = await repository.append(conversation_id, [UserMessage(one)])
+                positions += [s.position for s in stored]
+            print(json.dumps(positions), flush=True)
+
+
+run_sync() if flavour == "sync" else asyncio.run(run_async())
+"""
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _faketime() -> str:
+    found = shutil.which("faketime")
+    if found is None:
+        message = "faketime is not installed (scripts/servers/cassandra/start.sh installs it)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+class Writer:
+    """A warm writer process; with ``skew`` its clock is offset by libfaketime (``-30s``)."""
+
+    def __init__(self, url: str, skew: str | None, flavour: str) -> None:
+        command = [sys.executable, "-c", _WRITER, url, flavour]
+        if skew is not None:
+            command = [_faketime(), "-f", skew, *command]
+        self._process = subprocess.Popen(
+            command, cwd=_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def send(self, conversation_id: str, text: str, count: int = 1) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.write(json.dumps([conversation_id, text, count]) + "\n")
+        self._process.stdin.flush()
+
+    def receive(self) -> Any:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            raise AssertionError(f"the writer exited with status {self._process.wait(30)}")
+        return json.loads(line)
+
+    def append(self, conversation_id: str, text: str) -> list[int]:
+        self.send(conversation_id, text)
+        positions: list[int] = self.receive()
+        return positions
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._process.stdin.close()  # end of input: the writer closes its repository and exits
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._process.stdout.close()
+
+
+@contextlib.contextmanager
+def writers(url: str, *specs: tuple[str | None, str]) -> Iterator[list[Writer]]:
+    """Start one writer per (skew, "sync" | "async") and wait until all are connected."""
+    started: list[Writer] = []
+    try:
+        for skew, flavour in specs:
+            started.append(Writer(url, skew, flavour))
+        for writer in started:
+            assert writer.receive() == "ready"
+        yield started
+    finally:
+        for writer in started:
+            writer.close()
+
+
+@pytest.mark.parametrize("skew", ["-30s", "-1s"])
+def test_a_writer_whose_clock_is_behind_appends_after(url: str, skew: str) -> None:
+    conversation = cid()
+    with (
+        CassandraChatMemoryRepository.from_url(url) as repository,
+        writers(url, (skew, "sync")) as (behind,),
+    ):
+        repository.find_recent(conversation, 1)  # connected before the first append
+        repository.append(conversation, [UserMessage("turn 1")])
+        behind.append(conversation, "turn 2")
+        assert _texts(repository.find_by_conversation_id(conversation)) == ["turn 1", "turn 2"]
+        recent = repository.find_recent(conversation, 5)
+        assert _texts(s.message for s in recent) == ["turn 1", "turn 2"]
+        repository.delete_by_conversation_id(conversation)
+
+
+def test_alternating_writers_with_skewed_clocks_keep_append_order(url: str) -> None:
+    conversation = cid()
+    specs: list[tuple[str | None, str]] = [(None, "sync"), ("-30s", "async"), ("+30s", "sync")]
+    with (
+        CassandraChatMemoryRepository.from_url(url) as repository,
+        writers(url, *specs) as started,
+    ):
+        expected: list[str] = []
+        positions: list[int] = []
+        for turn in range(12):
+            text = f"turn {turn + 1}"
+            positions += started[turn % len(started)].append(conversation, text)
+            expected.append(text)
+            if turn % 4 == 3:  # read by yet another process, between appends
+                assert _texts(repository.find_by_conversation_id(conversation)) == expected
+        assert positions == sorted(positions)
+        assert len(set(positions)) == len(expected)
+        system, window = repository.find_window(conversation, 5)
+        assert system is None
+        assert _texts(s.message for s in window) == expected[-5:]
+        older = repository.find_recent(conversation, 5, before=window[0].position)
+        assert _texts(s.message for s in older) == expected[-10:-5]
+        assert [s.position for s in repository.find_history(conversation, limit=100)] == positions
+        repository.delete_by_conversation_id(conversation)
+
+
+def test_concurrent_writer_processes_with_skewed_clocks_lose_nothing(url: str) -> None:
+    conversation = cid()
+    specs: list[tuple[str | None, str]] = [
+        (None, "sync"),
+        ("-30s", "sync"),
+        ("+30s", "async"),
+        ("-1s", "async"),
+    ]
+    per_writer = 25
+    with (
+        CassandraChatMemoryRepository.from_url(url) as repository,
+        writers(url, *specs) as started,
+    ):
+        for number, writer in enumerate(started):
+            writer.send(conversation, f"w{number}", per_writer)
+        answers = [writer.receive() for writer in started]
+        history = repository.find_history(conversation, limit=1000)
+        texts = _texts(s.message for s in history)
+        assert len(texts) == len(set(texts)) == len(specs) * per_writer
+        for number, positions in enumerate(answers):
+            own = [t for t in texts if t.startswith(f"w{number}:")]
+            assert own == [f"w{number}:{i}" for i in range(per_writer)]
+            assert positions == sorted(positions)
+        # Every acknowledged position is in the history, in the history's order.
+        assert sorted(p for positions in answers for p in positions) == [
+            s.position for s in history
+        ]
+        repository.delete_by_conversation_id(conversation)
 
 
 # -- faults ----------------------------------------------------------------------------------------

@@ -30,11 +30,7 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statem
 
 from chatmem._concurrency import AsyncLock, Lock
 from chatmem_repositories.cassandra._errors import driver_errors, translate
-from chatmem_repositories.cassandra._schema import (
-    ADDED_STATIC_COLUMNS,
-    Cql,
-    create_keyspace_cql,
-)
+from chatmem_repositories.cassandra._schema import Cql, create_keyspace_cql
 from chatmem_repositories.cassandra._settings import (
     CassandraOptions,
     ConnectionSettings,
@@ -89,7 +85,6 @@ class _Connection:
             if opts.initialize_schema:
                 for ddl in self.cql.tables():
                     session.execute(ddl, timeout=_DDL_TIMEOUT)
-                self._add_missing_columns(session)
             self.prepared = {
                 name: session.prepare(text) for name, text in self.cql.statements().items()
             }
@@ -108,15 +103,6 @@ class _Connection:
                 serial_consistency_level=_level(opts.serial_consistency),
             )
             self.ready = True
-
-    def _add_missing_columns(self, session: Session) -> None:
-        """Bring a messages table made by an older release up to date (``ALTER TABLE``)."""
-        keyspace, table = self.cql.messages.split(".", 1)
-        session.cluster.refresh_table_metadata(keyspace, table)
-        columns = session.cluster.metadata.keyspaces[keyspace].tables[table].columns
-        for name, cql_type in ADDED_STATIC_COLUMNS:
-            if name not in columns:
-                session.execute(self.cql.add_static_column(name, cql_type), timeout=_DDL_TIMEOUT)
 
     def shutdown_blocking(self) -> None:
         """Shut the cluster down if this adapter created it."""

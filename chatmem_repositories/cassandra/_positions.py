@@ -1,8 +1,10 @@
-"""Positions, listing buckets and cursors (no I/O).
+"""Positions, the per-conversation counter cache, listing buckets and cursors (no I/O).
 
-Positions are TIMEUUIDs made in this process. Cassandra orders TIMEUUIDs by their
-timestamp, so a per-process monotonic clock with 100 ns ticks keeps the positions of one
-process strictly increasing, even for many messages appended in the same millisecond.
+A position is an integer from a per-conversation counter, the static column
+``next_position``. Every append states the value it expects as a Paxos condition
+(``IF next_position = ?``) and advances it in the same batch, so Cassandra serialises the
+positions: an acknowledged append's messages are after every message acknowledged before it,
+whatever the clocks of the processes that wrote them say.
 """
 
 from __future__ import annotations
@@ -10,10 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import secrets
 import threading
-import time
-import uuid
 import zlib
 
 from chatmem._records import Position
@@ -21,68 +20,80 @@ from chatmem.exceptions import ConfigurationError
 
 __all__ = [
     "CLAIM_POSITION",
+    "FIRST_POSITION",
+    "MAX_POSITION",
+    "NextPositions",
     "decode_cursor",
     "encode_cursor",
     "listing_bucket",
-    "new_positions",
     "parse_position",
-    "position_key",
 ]
 
-# 100 ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
-_UUID_EPOCH_OFFSET = 0x01B21DD213814000
-
-CLAIM_POSITION = uuid.UUID("00000000-0000-1000-8000-000000000000")
-"""The fixed clustering position of id-claim rows (the oldest possible TIMEUUID)."""
-
-_lock = threading.Lock()
-_last_ticks = 0
-# A random node with the multicast bit set, as RFC 4122 asks of nodes that are not MACs.
-_node = secrets.randbits(48) | 0x010000000000
-_clock_seq = secrets.randbits(14)
+CLAIM_POSITION = 0
+"""The fixed clustering position of id-claim rows, below every message's."""
+FIRST_POSITION = 1
+"""The position of a conversation's first message."""
+MAX_POSITION = 2**63 - 1
+"""The largest ``bigint``."""
 
 
-def new_positions(count: int) -> list[uuid.UUID]:
-    """Return ``count`` new TIMEUUIDs, strictly increasing within this process."""
-    global _last_ticks
-    with _lock:
-        now = time.time_ns() // 100 + _UUID_EPOCH_OFFSET
-        first = max(now, _last_ticks + 1)
-        _last_ticks = first + count - 1
-    return [_timeuuid(first + i) for i in range(count)]
+class NextPositions:
+    """This process's last known ``next_position`` of recent conversations (bounded).
+
+    Only a guess that saves a round trip: an append sends it as its Paxos condition, and a
+    stale guess makes the batch fail with the current value, which the retry uses. Unknown
+    means "a new conversation", the right guess for a first append.
+
+    Args:
+        size: How many conversations to remember; the least recently set are forgotten.
+    """
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._size = size
+        self._known: dict[str, int] = {}
+        # The sync repository is shared by threads; eviction iterates the dict.
+        self._lock = threading.Lock()
+
+    def get(self, conversation_id: str) -> int | None:
+        """Return the last known ``next_position``, or ``None`` (new or unknown)."""
+        return self._known.get(conversation_id)
+
+    def set(self, conversation_id: str, value: int | None) -> None:
+        """Record the value Cassandra answered with (``None`` forgets the conversation)."""
+        with self._lock:
+            self._known.pop(conversation_id, None)
+            if value is None:
+                return
+            self._known[conversation_id] = value
+            if len(self._known) > self._size:
+                del self._known[next(iter(self._known))]
+
+    def observe(self, conversation_id: str, value: int | None) -> None:
+        """Record a value seen by a read, unless an append already recorded a later one.
+
+        A read that overlaps an append of this process may answer with the value from
+        before it; the counter only grows within a conversation's life, so the larger
+        value is the fresher.
+        """
+        known = self._known.get(conversation_id)
+        if value is not None and (known is None or value > known):
+            self.set(conversation_id, value)
 
 
-def _timeuuid(ticks: int) -> uuid.UUID:
-    return uuid.UUID(
-        fields=(
-            ticks & 0xFFFFFFFF,
-            (ticks >> 32) & 0xFFFF,
-            ((ticks >> 48) & 0x0FFF) | 0x1000,
-            ((_clock_seq >> 8) & 0x3F) | 0x80,
-            _clock_seq & 0xFF,
-            _node,
-        )
-    )
-
-
-def parse_position(position: Position) -> uuid.UUID:
-    """Turn a position previously returned (a TIMEUUID string) back into a UUID.
+def parse_position(position: Position) -> int:
+    """Turn a position previously returned (an integer) back into the stored value.
 
     Raises:
-        ConfigurationError: If it is not a version 1 UUID.
+        ConfigurationError: If it is not a position of this repository.
     """
-    try:
-        parsed = uuid.UUID(str(position))
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.version != 1:
+    value: int | None = None
+    if isinstance(position, int) and not isinstance(position, bool):
+        value = position
+    elif isinstance(position, str) and position.isascii() and position.isdigit():
+        value = int(position)
+    if value is None or not CLAIM_POSITION <= value <= MAX_POSITION:
         raise ConfigurationError(f"not a position of the cassandra repository: {position!r}")
-    return parsed
-
-
-def position_key(position: uuid.UUID) -> tuple[int, bytes]:
-    """Sort key that matches Cassandra's TIMEUUID order closely enough to merge slices."""
-    return position.time, position.bytes
+    return value
 
 
 def listing_bucket(conversation_id: str, buckets: int) -> int:

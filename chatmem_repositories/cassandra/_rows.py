@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,18 +38,22 @@ def message_rows(
     conversation_id: str,
     owner: str | None,
     messages: Sequence[Message],
-    positions: Sequence[uuid.UUID],
+    first: int,
+    expected: int | None,
     *,
     conditional: bool,
 ) -> list[Item]:
-    """Return the statements that store messages: id claims, rows and static columns.
+    """Return the statements that store messages at ``first``, ``first + 1``, and so on.
 
-    The static columns are always written (at least ``touched``); the caller adds the
-    liveness cell when the repository has a TTL.
+    They claim the ids, write the rows and the static columns (at least ``touched``) and
+    advance the counter to the position after the last message: with ``conditional``,
+    only if it still is ``expected`` and no id is claimed yet. The caller adds the liveness
+    cell when the repository has a TTL.
     """
     claim = "claim" if conditional else "claim_plain"
+    positions = range(first, first + len(messages))
     items: list[Item] = []
-    system: tuple[uuid.UUID, str] | None = None
+    system: tuple[int, str] | None = None
     for message, position in zip(messages, positions, strict=True):
         data = encode_message(message)
         items.append((claim, (conversation_id, CLAIMS, CLAIM_POSITION, message.id, position)))
@@ -76,9 +79,14 @@ def message_rows(
         items.append(("owner", (owner, conversation_id)))
     else:
         items.append(("touch", (conversation_id,)))
+    after = first + len(messages)
+    if conditional:
+        items.append(("advance", (after, conversation_id, expected)))
+    else:
+        items.append(("advance_plain", (after, conversation_id)))
     return items
 
 
-def stored(conversation_id: str, position: uuid.UUID, data: str | None) -> StoredMessage:
+def stored(conversation_id: str, position: int, data: str | None) -> StoredMessage:
     """Decode one stored row; a corrupt record raises ``MessageDecodeError``."""
-    return StoredMessage(str(position), decode_message(data or "", conversation_id=conversation_id))
+    return StoredMessage(position, decode_message(data or "", conversation_id=conversation_id))

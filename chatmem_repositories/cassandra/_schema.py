@@ -7,8 +7,14 @@ the first clustering column, so each kind of read is one slice of one partition:
 - ``'s'``: system messages (kept as history; the current one is also in static columns);
 - ``'i'``: one claim row per message id, at a fixed position, for idempotent appends.
 
-Claims and messages share a partition so an append is one conditional batch: the claims'
-``IF NOT EXISTS`` and the message rows commit together or not at all.
+Positions are integers from the static counter ``next_position``. Claims, messages and the
+counter share a partition so an append is one conditional batch: the claims'
+``IF NOT EXISTS``, the counter's ``IF next_position = ?`` and the message rows commit
+together or not at all.
+
+The tables carry a layout version in their names (``messages_v2``, ``conversations_v2``):
+version 1 had TIMEUUID positions made from the writer's clock, in tables without the suffix,
+which this layout neither reads nor drops.
 
 With a TTL, rows carry no TTL of their own: the static column ``alive`` does, and every
 append re-writes it (conditionally, ``IF alive = true``), so a conversation lives while it is
@@ -26,7 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "ADDED_STATIC_COLUMNS",
     "CHAT",
     "CLAIMS",
     "SYSTEM",
@@ -44,9 +49,6 @@ CLAIMS = "i"
 TRACKED = "~"
 """Listing scope of conversations written with a TTL, kept without one, so that
 ``purge_expired`` can find expired conversations after their listing rows are gone."""
-
-ADDED_STATIC_COLUMNS = (("alive", "boolean"), ("touched", "boolean"))
-"""Static columns added after the first release; set-up adds them to an older table."""
 
 
 def create_keyspace_cql(keyspace: str, replication: dict[str, int] | None, factor: int) -> str:
@@ -69,20 +71,21 @@ class Cql:
     @property
     def messages(self) -> str:
         """Qualified name of the messages table."""
-        return f"{self.keyspace}.{self.prefix}messages"
+        return f"{self.keyspace}.{self.prefix}messages_v2"
 
     @property
     def conversations(self) -> str:
         """Qualified name of the conversation listing table."""
-        return f"{self.keyspace}.{self.prefix}conversations"
+        return f"{self.keyspace}.{self.prefix}conversations_v2"
 
     def tables(self) -> list[str]:
         """Return the ``CREATE TABLE IF NOT EXISTS`` statements."""
         return [
             f"CREATE TABLE IF NOT EXISTS {self.messages} ("
-            " conversation_id text, section text, position timeuuid, message_id text,"
-            " type text, created_at timestamp, data text, claimed timeuuid,"
-            " owner text STATIC, system_position timeuuid STATIC, system_data text STATIC,"
+            " conversation_id text, section text, position bigint, message_id text,"
+            " type text, created_at timestamp, data text, claimed bigint,"
+            " owner text STATIC, next_position bigint STATIC,"
+            " system_position bigint STATIC, system_data text STATIC,"
             " alive boolean STATIC, touched boolean STATIC,"
             " PRIMARY KEY ((conversation_id), section, position, message_id))"
             " WITH CLUSTERING ORDER BY (section ASC, position DESC, message_id ASC)",
@@ -92,10 +95,6 @@ class Cql:
             " scope text, bucket int, conversation_id text,"
             " PRIMARY KEY ((scope, bucket), conversation_id))",
         ]
-
-    def add_static_column(self, name: str, cql_type: str) -> str:
-        """Return the ``ALTER TABLE`` that adds one of :data:`ADDED_STATIC_COLUMNS`."""
-        return f"ALTER TABLE {self.messages} ADD {name} {cql_type} STATIC"
 
     def statements(self) -> dict[str, str]:
         """Return every statement the repository prepares, by name."""
@@ -109,12 +108,16 @@ class Cql:
             " VALUES (?, ?, ?, ?, ?)"
         )
         alive = f"UPDATE {m} USING TTL ? SET alive = true WHERE conversation_id = ?"
-        columns = "position, type, data, alive"
+        advance = f"UPDATE {m} SET next_position = ? WHERE conversation_id = ?"
+        columns = "position, type, data, alive, next_position"
         window = f"SELECT {columns} FROM {m} WHERE conversation_id = ? AND section = ?"
         return {
             "claim": claim + " IF NOT EXISTS",
             "claim_plain": claim,
             "insert": insert,
+            # The counter: appends advance it from the value they expect, save_all sets it.
+            "advance": advance + " IF next_position = ?",
+            "advance_plain": advance,
             "touch": f"UPDATE {m} SET touched = true WHERE conversation_id = ?",
             "owner": f"UPDATE {m} SET owner = ?, touched = true WHERE conversation_id = ?",
             "system": f"UPDATE {m} SET owner = ?, system_position = ?, system_data = ?,"
@@ -135,7 +138,7 @@ class Cql:
             "window": f"SELECT section, {columns}, system_position, system_data FROM {m}"
             " WHERE conversation_id = ? LIMIT ?",
             "current_system": f"SELECT DISTINCT conversation_id, system_position, system_data,"
-            f" alive FROM {m} WHERE conversation_id = ?",
+            f" alive, next_position FROM {m} WHERE conversation_id = ?",
             "count_before": f"SELECT COUNT(*) FROM {m} WHERE conversation_id = ?"
             " AND section = ? AND position < ?",
             "delete_before": f"DELETE FROM {m} WHERE conversation_id = ? AND section = ?"

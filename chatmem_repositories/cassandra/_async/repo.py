@@ -1,15 +1,19 @@
-"""The async Cassandra repository: a partition per conversation, TIMEUUID positions."""
+"""The async Cassandra repository: a partition per conversation, counter positions."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Collection, Sequence
+import itertools
+import random
+import threading
+import time
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
 from cassandra.cluster import Session
 
-from chatmem._concurrency import async_sleep
+from chatmem._concurrency import AsyncLock, async_sleep
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._repository_support import check_limit, matches_history_filters
 from chatmem.conversation_ids import owner_of, validate_conversation_id
@@ -20,12 +24,12 @@ from chatmem_repositories.cassandra._drivers import AsyncSessionAdapter, Row, tt
 from chatmem_repositories.cassandra._errors import BACKEND, is_paxos_contention
 from chatmem_repositories.cassandra._positions import (
     CLAIM_POSITION,
+    FIRST_POSITION,
+    NextPositions,
     decode_cursor,
     encode_cursor,
     listing_bucket,
-    new_positions,
     parse_position,
-    position_key,
 )
 from chatmem_repositories.cassandra._rows import (
     MAX_LIMIT,
@@ -43,18 +47,54 @@ from chatmem_repositories.cassandra._settings import (
 __all__ = ["AsyncCassandraChatMemoryRepository"]
 
 _PAGE = 200  # rows per slice when a read walks a partition
-_ATTEMPTS = 8  # conditional batches one append may send before giving up
 
 
 def _scope(owner: str | None) -> str:
     return "*" if owner is None else "@" + owner
 
 
+def _static(rows: Sequence[Row], column: str) -> Any:
+    """Return a static column from rows that each carry it (``None`` if no row does)."""
+    return next((row[column] for row in rows if row.get(column) is not None), None)
+
+
+class _ConversationLocks:
+    """One lock per conversation, held by this process's appends to it.
+
+    Appends from one process then never race each other for the counter (a lost race costs
+    a Paxos round); other processes are still serialised by Paxos alone.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()  # threads share it in the sync repository
+        self._locks: dict[str, tuple[AsyncLock, list[int]]] = {}
+
+    @asynccontextmanager
+    async def hold(self, conversation_id: str) -> AsyncIterator[None]:
+        """Hold the conversation's lock; it is dropped when nobody holds or awaits it."""
+        with self._guard:
+            entry = self._locks.get(conversation_id)
+            if entry is None:
+                entry = self._locks[conversation_id] = (AsyncLock(), [0])
+            lock, users = entry
+            users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            with self._guard:
+                users[0] -= 1
+                if not users[0]:
+                    del self._locks[conversation_id]
+
+
 class AsyncCassandraChatMemoryRepository:
     """Stores conversations in Apache Cassandra, one partition per conversation.
 
-    Appends are one conditional batch (idempotent by message id), the memory window and the
-    current system message (static columns) are one ``LIMIT`` query. With a ``ttl``, a
+    Appends are one conditional batch (idempotent by message id) that takes its positions
+    from a per-conversation counter under Paxos, so the order of messages is the order in
+    which Cassandra accepted them, never a clock's. The memory window and the current
+    system message (static columns) are one ``LIMIT`` query. With a ``ttl``, a
     conversation lives while it is appended to and expires whole ``ttl`` after its last
     append (see ``docs/backends/cassandra.md``). The connection is opened on first use.
 
@@ -88,6 +128,10 @@ class AsyncCassandraChatMemoryRepository:
         # with TTL n lives between n - 1 and n seconds: one second more makes it at least n.
         self._cell_ttl = self._ttl + 1 if self._ttl else 0
         self._buckets = options.listing_buckets
+        self._next = NextPositions()
+        # How long an append keeps re-sending while other writers win the counter.
+        self._patience = options.request_timeout.total_seconds()
+        self._locks = _ConversationLocks()
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncCassandraChatMemoryRepository:
@@ -134,7 +178,10 @@ class AsyncCassandraChatMemoryRepository:
         return [s.message for s in history]
 
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
-        """Replace a conversation's messages in one single-partition batch."""
+        """Replace a conversation's messages in one single-partition batch.
+
+        The new messages take positions from 1 and the counter restarts after them.
+        """
         validate_conversation_id(conversation_id)
         if not messages:
             await self.delete_by_conversation_id(conversation_id)
@@ -146,11 +193,14 @@ class AsyncCassandraChatMemoryRepository:
         # batch's (later) timestamp from the same monotonic generator: they survive it.
         items: list[tuple[str, Sequence[Any]]] = [("drop", (db.timestamp(), conversation_id))]
         items += message_rows(
-            conversation_id, owner, unique, new_positions(len(unique)), conditional=False
+            conversation_id, owner, unique, FIRST_POSITION, None, conditional=False
         )
         if self._ttl:
             items.append(("live_plain", (self._cell_ttl, conversation_id)))
-        await db.execute_all([db.batch(items), self._listing(db, conversation_id)], write=True)
+        async with self._locks.hold(conversation_id):
+            self._next.set(conversation_id, None)  # unknown until the batch is acknowledged
+            await db.execute_all([db.batch(items), self._listing(db, conversation_id)], write=True)
+            self._next.set(conversation_id, FIRST_POSITION + len(unique))
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation and its listing rows; unknown ids are ignored."""
@@ -161,7 +211,9 @@ class AsyncCassandraChatMemoryRepository:
         items: list[tuple[str, Sequence[Any]]] = [("drop", (timestamp, conversation_id))]
         for scope in {_scope(None), _scope(owner_of(conversation_id)), TRACKED}:
             items.append(("unlist", (timestamp, scope, bucket, conversation_id)))
-        await db.execute(db.batch(items), write=True)
+        async with self._locks.hold(conversation_id):
+            self._next.set(conversation_id, None)
+            await db.execute(db.batch(items), write=True)
 
     # -- log capabilities ---------------------------------------------------------------------
 
@@ -170,9 +222,14 @@ class AsyncCassandraChatMemoryRepository:
     ) -> list[StoredMessage]:
         """Append messages in one conditional batch; ids already stored are skipped.
 
-        The batch claims each message id with ``IF NOT EXISTS`` and writes the rows in the
-        same partition, so it commits whole or not at all. When a claim fails the batch is
-        retried without the ids already stored (one more round trip, only for retries).
+        The batch claims each message id with ``IF NOT EXISTS``, advances the conversation's
+        position counter ``IF next_position = <the value this process last saw>`` and writes
+        the rows at the positions it counts off, all in one partition: it commits whole or
+        not at all, and Paxos places it after every append acknowledged before it, whatever
+        the writers' clocks say. When a condition fails, Cassandra answers with the current
+        counter and the ids already stored, and the batch is sent again with those: one more
+        round trip, when another process appended since this one last read or wrote the
+        conversation, or when a retried message is already stored.
 
         With a TTL the batch also re-writes the liveness cell ``IF alive = true``. The first
         append of a conversation finds it unset and sends a second batch ``IF alive = null``
@@ -183,18 +240,37 @@ class AsyncCassandraChatMemoryRepository:
         if not pending:
             return []
         db = await self._ready()
+        async with self._locks.hold(conversation_id):
+            return await self._append(db, conversation_id, pending)
+
+    async def _append(
+        self, db: AsyncSessionAdapter, conversation_id: str, pending: list[Message]
+    ) -> list[StoredMessage]:
         owner = owner_of(conversation_id)
         mode = "live" if self._ttl else None
-        for attempt in range(_ATTEMPTS):
-            positions = new_positions(len(pending))
-            items = message_rows(conversation_id, owner, pending, positions, conditional=True)
+        expected = self._next.get(conversation_id)
+        races = 0
+        deadline = time.monotonic() + self._patience
+        for attempt in itertools.count():
+            if attempt and time.monotonic() > deadline:
+                raise RepositoryError(
+                    f"Cassandra did not apply the append within {self._patience:g} s"
+                    f" ({attempt} attempts): other writers kept taking the next position",
+                    backend=BACKEND,
+                )
+            first = FIRST_POSITION if expected is None else expected
+            items = message_rows(conversation_id, owner, pending, first, expected, conditional=True)
             if mode is not None:
                 items.append((mode, (self._cell_ttl, conversation_id)))
             result = await self._send_append(db, conversation_id, items, attempt)
             if result is None:
                 continue
             if result and result[0].get("[applied]"):
-                return [StoredMessage(str(p), m) for m, p in zip(pending, positions, strict=True)]
+                self._next.set(conversation_id, first + len(pending))
+                return [StoredMessage(first + i, m) for i, m in enumerate(pending)]
+            current = _static(result, "next_position")
+            self._next.set(conversation_id, current)
+            moved, expected = current != expected, current
             switched = False
             if mode is not None:
                 alive = any(row.get("alive") for row in result)
@@ -202,6 +278,7 @@ class AsyncCassandraChatMemoryRepository:
                     # New, or expired: remove what the expired life left, then start anew.
                     if any(row.get("touched") for row in result):
                         await self._drop_expired(db, conversation_id)
+                        expected = None  # the expired life's counter went with its data
                     mode = "revive"
                     continue
                 if mode == "revive" and alive:
@@ -210,15 +287,25 @@ class AsyncCassandraChatMemoryRepository:
             pending = [m for m in pending if m.id not in taken]
             if not pending:
                 return []
-            if not taken and not switched:
+            if not (taken or switched or moved):
                 raise RepositoryError(
                     "Cassandra rejected the append without naming a stored message id",
                     backend=BACKEND,
                 )
-        raise RepositoryError(
-            f"Cassandra did not apply the append after {_ATTEMPTS} attempts (contention)",
-            backend=BACKEND,
-        )
+            races += moved
+            await self._back_off(races)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    async def _back_off(races: int) -> None:
+        """Wait before re-sending after losing the counter to other processes.
+
+        Losing once is normal (another process appended since this one last saw the
+        conversation) and is retried at once; repeated losses mean several processes append
+        to it together, and random waits spread them out.
+        """
+        if races > 1:
+            await async_sleep(random.uniform(0, 0.0005 * 2 ** min(races, 7)))
 
     async def _send_append(
         self, db: AsyncSessionAdapter, conversation_id: str, items: Any, attempt: int
@@ -232,7 +319,7 @@ class AsyncCassandraChatMemoryRepository:
             if not is_paxos_contention(exc):
                 raise
             # Whether it applied is unknown; the id claims make re-sending it safe.
-            await async_sleep(0.01 * (1 + attempt))
+            await async_sleep(0.01 * min(1 + attempt, 10))
             return None
         return list(result)
 
@@ -252,6 +339,7 @@ class AsyncCassandraChatMemoryRepository:
         if not rows or self._expired(rows):
             return None, []
         head = rows[0]
+        self._next.observe(conversation_id, head["next_position"])
         system = None
         if head["system_position"] is not None:
             system = stored(conversation_id, head["system_position"], head["system_data"])
@@ -277,6 +365,8 @@ class AsyncCassandraChatMemoryRepository:
         validate_conversation_id(conversation_id)
         db = await self._ready()
         rows = await db.execute(db.bind("current_system", (conversation_id,)))
+        if rows and not self._expired(rows):
+            self._next.observe(conversation_id, rows[0]["next_position"])
         if not rows or rows[0]["system_position"] is None or self._expired(rows):
             return None
         return stored(conversation_id, rows[0]["system_position"], rows[0]["system_data"])
@@ -432,9 +522,10 @@ class AsyncCassandraChatMemoryRepository:
         rows = await db.execute(db.bind("touched_at", (conversation_id,)))
         if rows and rows[0]["alive"] is None and rows[0]["touched_at"] is not None:
             await db.execute(db.bind("drop", (rows[0]["touched_at"], conversation_id)), write=True)
+            self._next.set(conversation_id, None)
 
     async def _slice_back(
-        self, conversation_id: str, section: str, before: uuid.UUID | None, limit: int
+        self, conversation_id: str, section: str, before: int | None, limit: int
     ) -> list[Row]:
         db = await self._ready()
         if before is None:
@@ -444,11 +535,12 @@ class AsyncCassandraChatMemoryRepository:
         return await db.execute(statement)
 
     async def _scan_forward(
-        self, conversation_id: str, after: uuid.UUID | None, limit: int, keep: Any
+        self, conversation_id: str, after: int | None, limit: int, keep: Any
     ) -> list[StoredMessage]:
         """Merge the chat and system sections in position order, from ``after`` on."""
         db = await self._ready()
-        cursors = {CHAT: after or CLAIM_POSITION, SYSTEM: after or CLAIM_POSITION}
+        start = CLAIM_POSITION if after is None else after
+        cursors = {CHAT: start, SYSTEM: start}
         buffers: dict[str, list[Row]] = {CHAT: [], SYSTEM: []}
         done: set[str] = set()
         found: list[StoredMessage] = []
@@ -468,7 +560,7 @@ class AsyncCassandraChatMemoryRepository:
             heads = [s for s in (CHAT, SYSTEM) if buffers[s]]
             if not heads:
                 break
-            section = min(heads, key=lambda s: position_key(buffers[s][0]["position"]))
+            section = min(heads, key=lambda s: buffers[s][0]["position"])
             row = buffers[section].pop(0)
             item = stored(conversation_id, row["position"], row["data"])
             if keep is None or keep(item.message):

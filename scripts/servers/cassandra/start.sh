@@ -87,6 +87,12 @@ fail() {
   exit 1
 }
 
+# The repository tests run writers under libfaketime to show that a writer whose clock is
+# off cannot reorder a conversation. Not fatal here: without it only those tests fail (in CI)
+# or skip, and the server is still wanted by every other test.
+command -v faketime >/dev/null || apt_install faketime ||
+  echo "cassandra: could not install faketime; the clock-skew tests will not run" >&2
+
 # One start at a time: a second caller waits here, then finds the server up.
 # The lock lives outside $run because a fresh start wipes $run.
 exec 9>"$CHATMEM_SERVERS_RUN/.cassandra.lock"
