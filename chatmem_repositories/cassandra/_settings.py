@@ -44,7 +44,8 @@ class CassandraOptions(BaseModel):
     initialize_schema: bool = True
     """Create the tables if they do not exist."""
     table_prefix: str = "chatmem_"
-    """Prefix of the table names."""
+    """Prefix of the table names: a lowercase letter, then up to 30 lowercase letters,
+    digits or underscores."""
     listing_buckets: int = Field(default=16, ge=1, le=1024)
     """Partitions the conversation listing is spread over."""
     connect_timeout: Duration = timedelta(seconds=5)
@@ -55,8 +56,15 @@ class CassandraOptions(BaseModel):
     @field_validator("table_prefix")
     @classmethod
     def _check_prefix(cls, value: str) -> str:
-        if value and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", value):
-            raise ValueError("must be a letter then letters, digits or underscores")
+        if value and not re.fullmatch(r"[a-z][a-z0-9_]{0,30}", value):
+            hint = ""
+            if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", value):
+                # Cassandra folds unquoted names to lower case: "App_" and "app_" would name
+                # the same tables, so only the lowercase spelling is accepted.
+                hint = f" (Cassandra folds table names to lower case: use {value.lower()!r})"
+            raise ValueError(
+                f"must be a lowercase letter, then lowercase letters, digits or '_'{hint}"
+            )
         return value
 
     @field_validator("replication")

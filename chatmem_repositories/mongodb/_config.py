@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pymongo import common, uri_parser
 from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 
@@ -47,12 +47,25 @@ class MongoOptions(BaseModel):
 
     database: str | None = Field(default=None, pattern=_DATABASE.pattern)
     """Database name; defaults to the URL's path, then ``chatmem``."""
-    collection_prefix: str = Field(default="chatmem_", pattern=_COLLECTION_PREFIX.pattern)
-    """Prefix of the two collections (``<prefix>messages``, ``<prefix>conversations``)."""
+    collection_prefix: str = "chatmem_"
+    """Prefix of the two collections (``<prefix>messages``, ``<prefix>conversations``): up
+    to 64 ASCII letters, digits, ``_``, ``.`` or ``-``, not starting with ``system.``."""
     ttl: Duration | None = None
     """Expire a conversation this long after its last write."""
     create_indexes: bool = True
     """Create the indexes on first use (they are required; turn off only if made elsewhere)."""
+
+    @field_validator("collection_prefix")
+    @classmethod
+    def _check_prefix(cls, value: str) -> str:
+        # Each prefix names its own two collections: the fixed suffixes differ, so two
+        # different prefixes can never name the same collection.
+        if not _COLLECTION_PREFIX.fullmatch(value) or value.startswith("system."):
+            raise ValueError(
+                "must be at most 64 ASCII letters, digits, '_', '.' or '-', not starting "
+                "with 'system.' (reserved by MongoDB)"
+            )
+        return value
 
 
 @dataclass(frozen=True)

@@ -288,7 +288,9 @@ class Statements:
         """
         check_label_prefix(prefix)
         c, m = f"{prefix}Conversation", f"{prefix}Message"
-        name = f"chatmem_{prefix.lower()}_" if prefix else "chatmem_"
+        # Schema names keep the prefix's case, as labels do: lower-cased, "App" and "app"
+        # would share names, and the second prefix's IF NOT EXISTS would create nothing.
+        name = f"chatmem_{prefix}_" if prefix else "chatmem_"
         schema: tuple[LiteralString, ...] = (
             f"CREATE CONSTRAINT {name}conversation_id IF NOT EXISTS "
             f"FOR (c:{c}) REQUIRE c.id IS UNIQUE",

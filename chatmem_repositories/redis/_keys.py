@@ -5,6 +5,10 @@ conversation lives in one Redis Cluster slot and a Lua script may touch all of i
 conversation id is escaped (``%``, ``{``, ``}`` and control characters as ``%XX``) so no id
 can close the hash tag early or collide with another id's keys. Keys that span
 conversations share the tag ``{<prefix>}``.
+
+The prefix holds no ``:``, so the first ``:`` in a hash tag ends it: no two (prefix, id)
+pairs share a key. (With ``app:tenant2`` allowed, conversation ``chat`` under it and
+conversation ``tenant2:chat`` under ``app`` would both be ``{app:tenant2:chat}``.)
 """
 
 from __future__ import annotations
@@ -13,7 +17,13 @@ from dataclasses import dataclass
 
 from chatmem.exceptions import ConfigurationError
 
-__all__ = ["CONVERSATION_KEY_NAMES", "KeyLayout", "escape_key_part", "expiry_member"]
+__all__ = [
+    "CONVERSATION_KEY_NAMES",
+    "KeyLayout",
+    "check_key_prefix",
+    "escape_key_part",
+    "expiry_member",
+]
 
 CONVERSATION_KEY_NAMES: tuple[str, ...] = (
     "meta",  # hash: seq (the position counter)
@@ -42,6 +52,28 @@ def escape_key_part(text: str) -> str:
     return "".join(out)
 
 
+def check_key_prefix(prefix: str) -> str:
+    """Return ``prefix`` if it names a namespace of its own, else raise.
+
+    Raises:
+        ConfigurationError: If it is empty or holds ``:``, a brace or a control character.
+    """
+    if not isinstance(prefix, str) or not prefix:
+        raise ConfigurationError(f"key_prefix must be a non-empty string, got {prefix!r}")
+    if ":" in prefix:
+        suggestion = prefix.replace(":", ".")
+        raise ConfigurationError(
+            f"key_prefix must not contain ':' (the separator between the prefix and a "
+            f"conversation id, so 'app:tenant2' + 'chat' and 'app' + 'tenant2:chat' would be "
+            f"the same keys), got {prefix!r} (did you mean {suggestion!r}?)"
+        )
+    if any(c in "{}" or ord(c) < 32 or ord(c) == 127 for c in prefix):
+        raise ConfigurationError(
+            f"key_prefix must not contain braces or control characters, got {prefix!r}"
+        )
+    return prefix
+
+
 def expiry_member(conversation_id: str, owner: str | None) -> str:
     """Member of the expiry index: escaped owner, newline, id (ids have no newlines)."""
     return f"{escape_key_part(owner) if owner is not None else ''}\n{conversation_id}"
@@ -52,17 +84,14 @@ class KeyLayout:
     """Names of every key the repository uses under one prefix.
 
     Attributes:
-        prefix: The key prefix; no braces, so it cannot disturb the hash tags.
+        prefix: The key prefix; no braces (they would disturb the hash tags) and no ``:``
+            (the separator after it).
     """
 
     prefix: str
 
     def __post_init__(self) -> None:
-        if not self.prefix or any(c in "{}" or ord(c) < 32 for c in self.prefix):
-            raise ConfigurationError(
-                f"key_prefix must be non-empty, without braces or control characters, "
-                f"got {self.prefix!r}"
-            )
+        check_key_prefix(self.prefix)
 
     @property
     def conversations(self) -> str:

@@ -5,9 +5,17 @@ from __future__ import annotations
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+)
 
 from chatmem_repositories._options import Duration
+from chatmem_repositories.redis._keys import check_key_prefix
 
 __all__ = ["RedisOptions", "with_db"]
 
@@ -25,7 +33,8 @@ class RedisOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     key_prefix: str = "chatmem"
-    """Prefix of every key; lets several apps share one database."""
+    """Prefix of every key; lets several apps share one database. No ``:``, braces or
+    control characters, so no two (prefix, conversation id) pairs share a key."""
     ttl: Duration | None = None
     """Expire a conversation (all its keys and its index entries) this long after its last
     append. ``None`` keeps conversations forever."""
@@ -50,6 +59,11 @@ class RedisOptions(BaseModel):
     history_scan_budget: PositiveInt = 5000
     """Most messages one ``find_history`` round trip examines when filtering by text or by
     several criteria; longer scans continue in further round trips."""
+
+    @field_validator("key_prefix")
+    @classmethod
+    def _check_prefix(cls, value: str) -> str:
+        return check_key_prefix(value)
 
     def client_kwargs(self) -> dict[str, Any]:
         """Arguments for ``Redis.from_url`` (retry policy excluded)."""

@@ -14,13 +14,42 @@ from chatmem.conversation_ids import MAX_CONVERSATION_ID_LENGTH
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories.sql._types import Identifier, LongText, SearchText, UtcDateTime
 
-__all__ = ["MAX_MESSAGE_ID_LENGTH", "Tables", "build_tables", "check_table_prefix", "schema_ddl"]
+__all__ = [
+    "MAX_MESSAGE_ID_LENGTH",
+    "Tables",
+    "build_tables",
+    "check_prefix_case",
+    "check_table_prefix",
+    "schema_ddl",
+]
 
 MAX_MESSAGE_ID_LENGTH = 255
 """Longest message id this backend stores (so the unique key fits MySQL's 3072-byte limit)."""
 
 _PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,29}\Z")
 _MYSQL = ("mysql", "mariadb")
+# Databases whose table names may ignore case whatever the quoting (SQLite always; SQL
+# Server under its default collation; MySQL/MariaDB on Windows and macOS).
+_CASE_FOLDING = ("sqlite", "mssql", *_MYSQL)
+
+
+def check_prefix_case(prefix: str, dialect_name: str) -> str:
+    """Return ``prefix`` unless it has capitals on a database that may ignore case.
+
+    There ``App_`` and ``app_`` would name the same tables, so two repositories with
+    different prefixes could read each other's conversations; only the lowercase spelling
+    is accepted. PostgreSQL and Oracle quote mixed-case names, which keeps them apart.
+
+    Raises:
+        ConfigurationError: If the prefix has capitals and the dialect may fold case.
+    """
+    if dialect_name in _CASE_FOLDING and prefix != prefix.lower():
+        raise ConfigurationError(
+            f"table_prefix {prefix!r} has capitals, but {dialect_name} may ignore the case of "
+            f"table names, so it would name the same tables as {prefix.lower()!r}: "
+            f"use {prefix.lower()!r}"
+        )
+    return prefix
 
 
 def check_table_prefix(prefix: str) -> str:
@@ -51,8 +80,12 @@ def build_tables(prefix: str, dialect_name: str) -> Tables:
     Args:
         prefix: Validated table-name prefix, such as ``"chatmem_"``.
         dialect_name: SQLAlchemy dialect name; MySQL/MariaDB get a shorter owner index.
+
+    Raises:
+        ConfigurationError: For a prefix that is not an identifier, or has capitals on a
+            database that may ignore their case (see :func:`check_prefix_case`).
     """
-    check_table_prefix(prefix)
+    check_prefix_case(check_table_prefix(prefix), dialect_name)
     metadata = MetaData()
     mysql_options: dict[str, Any] = {
         f"{name}_{option}": value
