@@ -10,6 +10,7 @@ from rich.text import Text
 from chatmem import CONVERSATION_ID, ChatClient, ChatMemoryLog
 from chatmem_advisors import MessageChatMemoryAdvisor
 from chatmem_cli._common import console, fail
+from chatmem_repositories import redact_url
 from chatmem_repositories.settings import ChatMemorySettings
 
 __all__ = ["DEFAULT_CHAT_MODEL", "SETUP_HELP", "run_chat"]
@@ -61,7 +62,7 @@ def run_chat(
         if system:
             builder = builder.default_system(system)
         client = builder.build()
-        where = base_url or "https://api.openai.com/v1"
+        where = redact_url(base_url or "https://api.openai.com/v1")
         console.print(
             f"Chatting as {conversation_id!r} with {model_name} at {where}. "
             "End with /exit or Ctrl-D.",

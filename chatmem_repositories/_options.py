@@ -9,16 +9,24 @@ names it and suggests the closest known one.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 from typing import Annotated, Any, TypeVar
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
+from chatmem._urls import redact_url
 from chatmem.exceptions import ConfigurationError
 
-__all__ = ["Duration", "did_you_mean", "parse_options", "redact_url", "split_query"]
+__all__ = [
+    "Duration",
+    "did_you_mean",
+    "parse_options",
+    "redact_url",
+    "split_query",
+    "split_url",
+]
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -43,36 +51,43 @@ def did_you_mean(name: str, known: list[str] | tuple[str, ...] | set[str]) -> st
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def redact_url(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***``, for reprs, logs and errors."""
-    if "://" not in url:
-        # Not a URL (a typo such as "user:pw@host/db"): hide whatever precedes an "@".
-        return f"***@{url.rsplit('@', 1)[1]}" if "@" in url else url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable url>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def split_query(url: str) -> tuple[str, dict[str, str]]:
-    """Split a URL into (URL without query, query options).
+def split_url(url: str) -> SplitResult:
+    """Split a URL into its parts, as :func:`urllib.parse.urlsplit` does.
 
     Raises:
-        ConfigurationError: If an option is given twice.
+        ConfigurationError: If the URL cannot be split (an unclosed IPv6 bracket), naming
+            the URL with its credentials hidden.
     """
-    parts = urlsplit(url)
+    try:
+        return urlsplit(url)
+    except ValueError as exc:
+        raise ConfigurationError(f"malformed URL {redact_url(url)!r}: {exc}") from None
+
+
+def split_query(url: str, *, only: Collection[str] | None = None) -> tuple[str, dict[str, str]]:
+    """Split a URL into (URL without those options, query options).
+
+    Args:
+        url: The URL.
+        only: Take out only these names; the rest of the query stays in the URL, as written,
+            for the driver (which may accept a name several times, as libpq does ``host``).
+
+    Raises:
+        ConfigurationError: If an option taken out is given twice, or the URL is malformed.
+    """
+    parts = split_url(url)
     query: dict[str, str] = {}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key in query:
-            raise ConfigurationError(f"option {key!r} is given twice in the URL")
-        query[key] = value
-    return urlunsplit(parts._replace(query="")), query
+    kept: list[str] = []
+    for piece in filter(None, parts.query.split("&")):
+        pairs = parse_qsl(piece, keep_blank_values=True)
+        if only is not None and (not pairs or pairs[0][0] not in only):
+            kept.append(piece)
+            continue
+        for key, value in pairs:
+            if key in query:
+                raise ConfigurationError(f"option {key!r} is given twice in the URL")
+            query[key] = value
+    return urlunsplit(parts._replace(query="&".join(kept))), query
 
 
 def parse_options(

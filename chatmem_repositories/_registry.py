@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +24,7 @@ from chatmem_repositories._options import (
     parse_options,
     redact_url,
     split_query,
+    split_url,
 )
 
 __all__ = [
@@ -145,7 +145,7 @@ def _scheme_of(url: str) -> str:
         raise ConfigurationError(
             f"repository URL must look like scheme://..., got {redact_url(str(url))!r}"
         )
-    return urlsplit(url).scheme.lower()
+    return split_url(url).scheme.lower()
 
 
 def _builtin_backend(scheme: str, spec: _Builtin) -> RepositoryBackend:

@@ -65,7 +65,7 @@ class ChatMemorySettings(BaseSettings):
     """Chat memory configuration from ``CHATMEM_*`` environment variables or a ``.env`` file.
 
     Keyword arguments win over the environment, which wins over the ``.env`` file. The URL's
-    password never appears in the settings' repr.
+    credentials never appear in the settings' repr.
 
     Example:
         ```python
@@ -110,7 +110,7 @@ class ChatMemorySettings(BaseSettings):
 
     @property
     def redacted_url(self) -> str:
-        """The repository URL with any password replaced by ``***``, for logs and output."""
+        """The repository URL with every credential replaced by ``***``, for logs and output."""
         return redact_url(self.repository_url)
 
     def _options(self) -> dict[str, Any]:

@@ -6,16 +6,23 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import Duration, parse_options, redact_url, split_query
+from chatmem_repositories._options import (
+    Duration,
+    parse_options,
+    redact_url,
+    split_query,
+    split_url,
+)
 
 __all__ = ["CassandraOptions", "ConnectionSettings", "parse_url"]
 
-_IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+# Checked with fullmatch: "^...$" with match would accept a trailing newline.
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
 
 Consistency = Literal["ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE"]
 
@@ -80,7 +87,7 @@ def replication_map(spec: str) -> dict[str, int]:
     result: dict[str, int] = {}
     for part in spec.split(","):
         name, sep, factor = part.strip().partition(":")
-        if not sep or not _IDENTIFIER.match(name) or not factor.isdigit() or int(factor) < 1:
+        if not sep or not _IDENTIFIER.fullmatch(name) or not factor.isdigit() or int(factor) < 1:
             raise ValueError(f"replication must look like 'dc1:3,dc2:3', got {spec!r}")
         result[name] = int(factor)
     return result
@@ -105,23 +112,52 @@ class ConnectionSettings:
 
 def check_identifier(name: str, what: str) -> str:
     """Return ``name`` if it is a plain CQL identifier (it is written into DDL)."""
-    if not _IDENTIFIER.match(name):
+    if not _IDENTIFIER.fullmatch(name):
         raise ConfigurationError(
             f"{what} must be a letter then up to 47 letters, digits or underscores, got {name!r}"
         )
     return name
 
 
+def _port(text: str, url: str) -> int:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
+        raise ConfigurationError(
+            f"bad port {text!r} in cassandra URL {redact_url(url)!r}: a number from 1 to 65535"
+        )
+    return int(text)
+
+
+def _contact_point(item: str, url: str) -> tuple[str, int | None]:
+    """Split ``host``, ``host:port``, ``[v6]`` or ``[v6]:port`` into (host, port)."""
+    if item.startswith("["):
+        host, bracket, rest = item[1:].partition("]")
+        if not bracket or not host or (rest and not rest.startswith(":")):
+            raise ConfigurationError(f"malformed IPv6 address {item!r} in {redact_url(url)!r}")
+        return host, _port(rest[1:], url) if rest else None
+    if item.count(":") > 1:
+        raise ConfigurationError(
+            f"an IPv6 address in a URL goes in brackets, such as [::1]:9042; got {item!r}"
+        )
+    host, sep, port_text = item.partition(":")
+    if not host:
+        raise ConfigurationError(f"empty host in cassandra URL {redact_url(url)!r}")
+    return host, _port(port_text, url) if sep else None
+
+
 def parse_url(
     url: str, keyword_options: dict[str, Any]
 ) -> tuple[ConnectionSettings, CassandraOptions]:
-    """Parse ``cassandra://[user:password@]host1,host2[:port]/keyspace?options``.
+    """Parse ``cassandra://[user:password@]host1[:port],host2[:port]/keyspace?options``.
+
+    Contact points may be names, IPv4 or bracketed IPv6 addresses; they share one port
+    (9042 unless given).
 
     Raises:
-        ConfigurationError: For a malformed URL, a bad keyspace or an unknown option.
+        ConfigurationError: For a malformed URL, host or port, contact points on different
+            ports, a bad keyspace or an unknown option.
     """
     base, query = split_query(url)
-    parts = urlsplit(base)
+    parts = split_url(base)
     if parts.scheme.lower() != "cassandra":
         raise ConfigurationError(f"not a cassandra:// URL: {redact_url(url)!r}")
     userinfo, _, hostinfo = parts.netloc.rpartition("@")
@@ -129,19 +165,15 @@ def parse_url(
     if userinfo:
         user, _, secret = userinfo.partition(":")
         username, password = unquote(user), unquote(secret)
-    hosts: list[str] = []
-    port = 9042
-    for item in filter(None, hostinfo.split(",")):
-        host, sep, port_text = item.rpartition(":") if not item.endswith("]") else (item, "", "")
-        if not sep:
-            host = item
-        elif not port_text.isdigit():
-            raise ConfigurationError(f"bad port in cassandra URL {redact_url(url)!r}")
-        else:
-            port = int(port_text)
-        hosts.append(host.strip("[]"))
-    if not hosts:
-        hosts = ["127.0.0.1"]
+    points = [_contact_point(item, url) for item in hostinfo.split(",")] if hostinfo else []
+    ports = {port for _, port in points if port is not None}
+    if len(ports) > 1:
+        raise ConfigurationError(
+            f"the contact points of {redact_url(url)!r} name different ports; the driver "
+            "uses one port for every node"
+        )
+    hosts = [host for host, _ in points] or ["127.0.0.1"]
+    port = ports.pop() if ports else 9042
     keyspace = check_identifier(parts.path.strip("/"), "the keyspace (URL path)")
     options = parse_options(CassandraOptions, query, keyword_options, backend="cassandra")
     return ConnectionSettings(tuple(hosts), port, keyspace, username, password), options

@@ -12,12 +12,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote_plus, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 from pymongo import common, uri_parser
 from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 
+from chatmem._urls import scrub
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
@@ -25,12 +26,15 @@ from chatmem_repositories._options import (
     parse_options,
     redact_url,
     split_query,
+    split_url,
 )
 
 __all__ = ["DEFAULT_TIMEOUTS_MS", "ClientSettings", "MongoOptions", "parse_url"]
 
-_COLLECTION_PREFIX = re.compile(r"^[A-Za-z0-9_.-]{0,64}$")
-_DATABASE = re.compile(r"^[^/\\. \"$\x00]{1,63}$")
+# Checked with fullmatch: "^...$" with match would accept a trailing newline.
+_COLLECTION_PREFIX = re.compile(r"[A-Za-z0-9_.-]{0,64}")
+_DATABASE = re.compile(r"[^/\\. \"$\x00-\x1f\x7f]{1,63}")
+_SRV_ONLY = ("srvmaxhosts", "srvservicename")
 
 DEFAULT_TIMEOUTS_MS: dict[str, int] = {
     "serverSelectionTimeoutMS": 5_000,
@@ -45,7 +49,7 @@ class MongoOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    database: str | None = Field(default=None, pattern=_DATABASE.pattern)
+    database: str | None = None
     """Database name; defaults to the URL's path, then ``chatmem``."""
     collection_prefix: str = "chatmem_"
     """Prefix of the two collections (``<prefix>messages``, ``<prefix>conversations``): up
@@ -54,6 +58,13 @@ class MongoOptions(BaseModel):
     """Expire a conversation this long after its last write."""
     create_indexes: bool = True
     """Create the indexes on first use (they are required; turn off only if made elsewhere)."""
+
+    @field_validator("database")
+    @classmethod
+    def _check_database(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_database(value)
+        return value
 
     @field_validator("collection_prefix")
     @classmethod
@@ -66,6 +77,19 @@ class MongoOptions(BaseModel):
                 "with 'system.' (reserved by MongoDB)"
             )
         return value
+
+
+def check_database(name: str) -> str:
+    """Return ``name`` if MongoDB accepts it as a database name, else raise.
+
+    Raises:
+        ConfigurationError: If it is empty, longer than 63 characters or holds ``/``, a
+            backslash, ``.``, a space, ``"``, ``$`` or a control character (a line break
+            included).
+    """
+    if not _DATABASE.fullmatch(name):
+        raise ConfigurationError(f"invalid MongoDB database name {name!r}")
+    return name
 
 
 @dataclass(frozen=True)
@@ -110,32 +134,73 @@ def _split(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return ours, theirs
 
 
+def _hosts(base: str) -> list[str]:
+    netloc = split_url(base).netloc
+    return netloc.rpartition("@")[2].split(",")
+
+
+def _validation_url(base: str, url_theirs: str) -> str:
+    """The URL pymongo can check without I/O: SRV becomes plain, its own options go."""
+    scheme, _, rest = base.partition("://")
+    if scheme.lower() != "mongodb+srv":
+        return base + ("?" + url_theirs if url_theirs else "")
+    hosts = _hosts(base)
+    if len(hosts) != 1 or not hosts[0]:
+        raise ConfigurationError(
+            "a mongodb+srv:// URL names exactly one host, the DNS name whose SRV records list "
+            f"the servers; got {', '.join(hosts)!r} (list several hosts with mongodb://)"
+        )
+    if hosts[0].rpartition("]")[2].count(":"):
+        raise ConfigurationError(
+            f"a mongodb+srv:// URL takes no port (DNS gives the ports); got {hosts[0]!r}"
+        )
+    kept = [
+        piece
+        for piece in filter(None, re.split(r"[&;]", url_theirs))
+        if piece.partition("=")[0].lower() not in _SRV_ONLY
+    ]
+    return "mongodb://" + rest + ("?" + "&".join(kept) if kept else "")
+
+
+def _check_url(url: str, checked: str) -> None:
+    # Validates hosts, ports and option values without connecting; SRV records are not
+    # looked up, so a mongodb+srv:// URL is checked as the equivalent mongodb:// one.
+    try:
+        uri_parser.parse_uri(checked, validate=True, warn=False)
+    except (PyMongoConfigurationError, ValueError) as exc:
+        raise ConfigurationError(
+            f"invalid MongoDB URL {redact_url(url)!r}: {scrub(str(exc), url)}"
+        ) from None
+
+
 def parse_url(url: str, keyword_options: Mapping[str, Any]) -> ClientSettings:
     """Split a ``mongodb://`` or ``mongodb+srv://`` URL and keyword options.
+
+    Replica-set URLs (``mongodb://u:pw@h1:27017,h2:27017/db?replicaSet=rs``) and IPv6 hosts
+    (``[::1]:27017``) are accepted; nothing is resolved or connected to here.
 
     Args:
         url: The repository URL.
         keyword_options: Keyword options; they win over the URL's.
 
     Raises:
-        ConfigurationError: For an unknown option (naming it), a bad value or a bad URL.
+        ConfigurationError: For an unknown option (naming it), a bad value or a bad URL
+            (a malformed port or IPv6 address, several hosts or a port in an SRV URL).
     """
-    redacted = redact_url(url)
-    base, query = split_query(url)
-    url_ours, url_theirs = _split(query)
+    base, url_ours = split_query(url, only=MongoOptions.model_fields)
+    parts = split_url(base)
+    url_theirs = parts.query
+    base = urlunsplit(parts._replace(query=""))
+    for name, _ in parse_qsl(url_theirs.replace(";", "&"), keep_blank_values=True):
+        if not _is_pymongo_option(name):
+            raise _unknown(name)
     kw_ours, kw_theirs = _split(keyword_options)
     options = parse_options(MongoOptions, url_ours, kw_ours, backend="mongodb")
-    client_url = base + ("?" + urlencode(url_theirs) if url_theirs else "")
-    given = {name.lower() for name in (*url_theirs, *kw_theirs)}
+    client_url = base + ("?" + url_theirs if url_theirs else "")
+    given = {name.lower() for name, _ in parse_qsl(url_theirs.replace(";", "&"))}
+    given |= {name.lower() for name in kw_theirs}
     client_options = {k: v for k, v in DEFAULT_TIMEOUTS_MS.items() if k.lower() not in given}
     client_options.update(kw_theirs)
-    if urlsplit(base).scheme.lower() == "mongodb":
-        # Validates hosts and option values without connecting (mongodb+srv would need DNS).
-        try:
-            uri_parser.parse_uri(client_url, validate=True, warn=False)
-        except PyMongoConfigurationError as exc:
-            raise ConfigurationError(f"invalid MongoDB URL {redacted!r}: {exc}") from None
-    database = options.database or urlsplit(base).path.lstrip("/") or "chatmem"
-    if not _DATABASE.match(database):
-        raise ConfigurationError(f"invalid MongoDB database name {database!r}")
-    return ClientSettings(client_url, client_options, options, database, redacted)
+    _check_url(url, _validation_url(base, url_theirs))
+    database = check_database(options.database or unquote_plus(parts.path.lstrip("/")) or "chatmem")
+    return ClientSettings(client_url, client_options, options, database, redact_url(url))

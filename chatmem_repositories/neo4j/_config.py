@@ -6,12 +6,18 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import Duration, parse_options, redact_url, split_query
+from chatmem_repositories._options import (
+    Duration,
+    parse_options,
+    redact_url,
+    split_query,
+    split_url,
+)
 
 __all__ = ["BACKEND", "DriverSettings", "Neo4jOptions", "check_label_prefix", "driver_settings"]
 
@@ -95,17 +101,22 @@ class DriverSettings:
 
 def _split_url(url: str) -> tuple[str, str | None, str | None, str | None]:
     base, _ = split_query(url)
-    parts = urlsplit(base)
+    parts = split_url(base)
     if parts.scheme.lower() not in SCHEMES:
         raise ConfigurationError(
             f"a Neo4j URL starts with one of {', '.join(SCHEMES)}; got {redact_url(url)!r}"
+        )
+    if "," in parts.netloc.rpartition("@")[2]:
+        raise ConfigurationError(
+            f"a Neo4j URL names one server, got several in {redact_url(url)!r}; with the "
+            "neo4j:// scheme the driver finds the other members of a cluster itself"
         )
     if not parts.hostname:
         raise ConfigurationError(f"the Neo4j URL names no host: {redact_url(url)!r}")
     try:
         port = parts.port
     except ValueError as exc:
-        raise ConfigurationError(f"bad port in Neo4j URL {redact_url(url)!r}") from exc
+        raise ConfigurationError(f"bad port in Neo4j URL {redact_url(url)!r}: {exc}") from None
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     uri = f"{parts.scheme.lower()}://{host}" + (f":{port}" if port else "")
     user = unquote(parts.username) if parts.username else None

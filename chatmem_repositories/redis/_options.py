@@ -14,10 +14,34 @@ from pydantic import (
     field_validator,
 )
 
-from chatmem_repositories._options import Duration
+from chatmem.exceptions import ConfigurationError
+from chatmem_repositories._options import Duration, redact_url, split_url
 from chatmem_repositories.redis._keys import check_key_prefix
 
-__all__ = ["RedisOptions", "with_db"]
+__all__ = ["RedisOptions", "check_server_url", "with_db"]
+
+
+def check_server_url(url: str) -> str:
+    """Return ``url`` if it names one server with a valid port, else raise.
+
+    redis-py reads ``h1:6379,h2:6379`` as host ``h1`` with a bad port; a Sentinel or
+    Cluster deployment is used by passing its client to the repository instead.
+
+    Raises:
+        ConfigurationError: For several hosts, a malformed port or IPv6 address.
+    """
+    parts = split_url(url)
+    hosts = parts.netloc.rpartition("@")[2]
+    if "," in hosts:
+        raise ConfigurationError(
+            f"a Redis URL names one server, got several in {redact_url(url)!r}; for Sentinel, "
+            "pass Sentinel(...).master_for(...) as the repository's client"
+        )
+    try:
+        parts.port  # noqa: B018 - urllib checks the port only when it is read
+    except ValueError as exc:
+        raise ConfigurationError(f"bad port in Redis URL {redact_url(url)!r}: {exc}") from None
+    return url
 
 
 def with_db(url: str, db: int | None) -> str:

@@ -7,15 +7,18 @@ The async source imports ``AsyncEngine``, ``AsyncConnection``, ``async_create_en
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, MetaData, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.ext.asyncio import create_async_engine as async_create_engine
 
+from chatmem._urls import redact_url, scrub
 from chatmem.exceptions import ConfigurationError
 
 __all__ = [
@@ -82,6 +85,35 @@ def _connect_args(url: URL, timeout: timedelta) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k not in url.query}
 
 
+# SQLAlchemy's reading of a URL up to its host list: scheme, then an optional user-info
+# whose password runs to the next "@".
+_AUTHORITY = re.compile(
+    r"(?P<head>[\w+]+://(?:[^:/]*(?::[^@]*)?@)?)(?P<hosts>[^/?]*)(?P<tail>.*)", re.S
+)
+
+
+def _hosts_in_query(url: str) -> str:
+    """Rewrite libpq's ``h1:5432,h2:5432`` host list into SQLAlchemy's ``?host=`` form.
+
+    SQLAlchemy parses one host per URL; for PostgreSQL it takes several as repeated
+    ``host`` query parameters, which libpq tries in order.
+
+    Raises:
+        ConfigurationError: If a URL of another database names several hosts.
+    """
+    match = _AUTHORITY.fullmatch(url)
+    if match is None or "," not in match["hosts"]:
+        return url
+    if not url.lower().startswith(("postgresql", "postgres")):
+        raise ConfigurationError(
+            f"only PostgreSQL URLs may name several hosts; got {redact_url(url)!r}"
+        )
+    hosts = "&".join(f"host={quote(host, safe='[]:')}" for host in match["hosts"].split(","))
+    path, mark, query = match["tail"].partition("?")
+    query = f"{query}&{hosts}" if mark and query else hosts
+    return f"{match['head']}{path}?{query}"
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets readers run while one writer holds the lock; NORMAL sync is safe with WAL.
     cursor = dbapi_connection.cursor()
@@ -114,12 +146,21 @@ def engine_arguments(
         pool_pre_ping: Test each connection on checkout (one more round trip per call).
 
     Raises:
-        ConfigurationError: If the URL cannot be parsed.
+        ConfigurationError: If the URL cannot be parsed, has a port out of range, or names
+            several hosts for a database other than PostgreSQL.
     """
+    single = _hosts_in_query(url)
     try:
-        parsed = _with_driver(make_url(url).difference_update_query(drop), is_async)
+        parsed = _with_driver(make_url(single).difference_update_query(drop), is_async)
     except Exception as exc:  # sqlalchemy raises ArgumentError, ValueError, ...
-        raise ConfigurationError(f"invalid SQL repository URL: {exc}") from None
+        raise ConfigurationError(
+            f"invalid SQL repository URL {redact_url(url)!r}: {scrub(str(exc), url)}"
+        ) from None
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise ConfigurationError(
+            f"bad port {parsed.port} in SQL repository URL {redact_url(url)!r}: "
+            "a number from 1 to 65535"
+        )
     kwargs: dict[str, Any] = {
         "connect_args": _connect_args(parsed, connect_timeout),
         "pool_pre_ping": pool_pre_ping,

@@ -8,6 +8,7 @@ from types import TracebackType
 
 import openai
 
+from chatmem._urls import redact_url
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.openai._payloads import map_error
 
@@ -87,7 +88,8 @@ class AsyncOpenAIEmbeddingModel:
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(model={self.model!r}, base_url={str(self.client.base_url)!r})"
+            f"{type(self).__name__}(model={self.model!r}, "
+            f"base_url={redact_url(self.client.base_url)!r})"
         )
 
     async def __aenter__(self) -> AsyncOpenAIEmbeddingModel:

@@ -10,6 +10,7 @@ from types import TracebackType
 
 import openai
 
+from chatmem._urls import redact_url
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.openai._payloads import map_error
 
@@ -89,7 +90,8 @@ class OpenAIEmbeddingModel:
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(model={self.model!r}, base_url={str(self.client.base_url)!r})"
+            f"{type(self).__name__}(model={self.model!r}, "
+            f"base_url={redact_url(self.client.base_url)!r})"
         )
 
     def __enter__(self) -> OpenAIEmbeddingModel:

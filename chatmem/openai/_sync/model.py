@@ -10,6 +10,7 @@ from typing import Any
 
 import openai
 
+from chatmem._urls import redact_url
 from chatmem.exceptions import ConfigurationError
 from chatmem.model import ChatOptions, ChatResponse, Prompt
 from chatmem.openai._payloads import StreamAssembler, from_completion, map_error, request_kwargs
@@ -80,7 +81,8 @@ class OpenAIChatModel:
         """The ``openai`` client in use."""
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.options.model!r}, base_url={self.base_url!r})"
+        base_url = redact_url(self.base_url)
+        return f"{type(self).__name__}(model={self.options.model!r}, base_url={base_url!r})"
 
     @property
     def base_url(self) -> str:

@@ -17,7 +17,7 @@ from chatmem_repositories.redis import _scripts
 from chatmem_repositories.redis._drivers import AsyncRedis, AsyncRetry, AsyncScript
 from chatmem_repositories.redis._errors import BACKEND, translate_errors
 from chatmem_repositories.redis._keys import KeyLayout, escape_key_part, expiry_member
-from chatmem_repositories.redis._options import RedisOptions, with_db
+from chatmem_repositories.redis._options import RedisOptions, check_server_url, with_db
 from chatmem_repositories.redis._rows import (
     append_args,
     as_int,
@@ -89,11 +89,12 @@ class AsyncRedisChatMemoryRepository:
                 they win over the URL's query.
 
         Raises:
-            ConfigurationError: For an unknown option (naming it) or a bad value.
+            ConfigurationError: For an unknown option (naming it), a bad value, a malformed
+                port or IPv6 address, or several hosts.
         """
         base, query = split_query(url)
         parsed = parse_options(RedisOptions, query, options, backend=BACKEND)
-        base = with_db(base, parsed.db)
+        base = with_db(check_server_url(base), parsed.db)
         retry = AsyncRetry(ExponentialBackoff(cap=0.5, base=0.05), parsed.retries)
         client = AsyncRedis.from_url(base, retry=retry, **parsed.client_kwargs())
         repository = cls(

@@ -14,7 +14,7 @@ from chatmem._repository_support import check_limit, normalize_ttl
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
-from chatmem_repositories._options import parse_options, split_query
+from chatmem_repositories._options import parse_options, redact_url, split_query
 from chatmem_repositories.sql._drivers import (
     AsyncConnection,
     AsyncEngine,
@@ -133,8 +133,8 @@ class AsyncSqlChatMemoryRepository:
         Raises:
             ConfigurationError: For an unknown option, a bad value or a missing driver.
         """
-        _, query = split_query(url)
-        ours = {k: v for k, v in query.items() if k in SqlOptions.model_fields}
+        # Only chatmem's options are taken out; the driver's may repeat (libpq's host).
+        _, ours = split_query(url, only=SqlOptions.model_fields)
         parsed = parse_options(SqlOptions, ours, options, backend="sql")
         sa_url, kwargs = engine_arguments(
             url,
@@ -174,7 +174,8 @@ class AsyncSqlChatMemoryRepository:
         return schema_ddl(dialect_name, table_prefix)
 
     def __repr__(self) -> str:
-        url = self._engine.url.render_as_string(hide_password=True)
+        # SQLAlchemy hides the user-info password only; libpq also takes ?password=.
+        url = redact_url(self._engine.url.render_as_string(hide_password=True))
         return f"{type(self).__name__}(url={url!r}, table_prefix={self._tables_prefix()!r})"
 
     def _tables_prefix(self) -> str:
