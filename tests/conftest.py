@@ -20,6 +20,8 @@ DEFAULT_URLS = {
     "mongodb": "mongodb://127.0.0.1:27027/chatmem_test",
     "cassandra": "cassandra://127.0.0.1:9042/chatmem_test",
     "neo4j": "bolt://127.0.0.1:7687",
+    # Toxiproxy's HTTP API: the fault tests put its proxies between a repository and a server.
+    "toxiproxy": "http://127.0.0.1:8474",
 }
 
 

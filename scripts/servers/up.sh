@@ -2,19 +2,20 @@
 # Start every test server the suite needs, in parallel where the machine allows, and write
 # their URLs to $CHATMEM_SERVERS_RUN/urls.env (source it to point the tests at them).
 #
-# Usage: scripts/servers/up.sh [name...]   (default: all six)
+# Usage: scripts/servers/up.sh [name...]   (default: all seven)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=common.sh
 source "$here/common.sh"
 
-all=(postgres mariadb redis ferretdb cassandra neo4j)
+all=(postgres mariadb redis ferretdb cassandra neo4j toxiproxy)
 names=("${@:-${all[@]}}")
 logdir=$CHATMEM_SERVERS_RUN/logs
 mkdir -p "$logdir"
 
 # Debian's servers start in well under a second each and share one apt run, so start them
-# first and in order; the slow ones (JVMs, the FerretDB build) then start side by side.
+# first and in order; the slow ones (JVMs, the FerretDB and Toxiproxy builds) then start
+# side by side.
 declare -A pids=() began=()
 fast=() slow=()
 for name in "${names[@]}"; do
@@ -55,5 +56,6 @@ export CHATMEM_TEST_REDIS_URL=redis://127.0.0.1:${CHATMEM_REDIS_PORT:-63799}/0
 export CHATMEM_TEST_MONGODB_URL=mongodb://127.0.0.1:${CHATMEM_FERRETDB_PORT:-27027}/chatmem_test
 export CHATMEM_TEST_CASSANDRA_URL=cassandra://127.0.0.1:${CHATMEM_CASSANDRA_PORT:-9042}/chatmem_test
 export CHATMEM_TEST_NEO4J_URL=bolt://127.0.0.1:${CHATMEM_NEO4J_PORT:-7687}
+export CHATMEM_TEST_TOXIPROXY_URL=http://127.0.0.1:${CHATMEM_TOXIPROXY_PORT:-8474}
 URLS
 exit $status
