@@ -51,7 +51,9 @@ from chatmem.exceptions import (
     MissingConversationIdError,
     RepositoryConnectionError,
     RepositoryError,
+    RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
+    RepositoryWriteTimeoutError,
 )
 from chatmem.memory import (
     CONVERSATION_ID,
@@ -155,7 +157,9 @@ __all__ = [
     "Prompt",
     "RepositoryConnectionError",
     "RepositoryError",
+    "RepositoryOutcomeUnknownError",
     "RepositoryTimeoutError",
+    "RepositoryWriteTimeoutError",
     "StoredMessage",
     "StreamAdvisor",
     "SystemMessage",

@@ -8,6 +8,8 @@ catches them all. The tree::
     │   └── InvalidConversationIdError         empty, too long or control characters
     ├── RepositoryError                        the storage layer failed
     │   ├── RepositoryConnectionError          the server cannot be reached or went away
+    │   │   └── RepositoryOutcomeUnknownError  a write may or may not have been applied
+    │   │       └── RepositoryWriteTimeoutError (also RepositoryTimeoutError)
     │   ├── RepositoryTimeoutError             the server did not answer in time
     │   └── MessageDecodeError                 a stored record cannot be decoded
     ├── ChatModelError                         the chat model failed
@@ -21,6 +23,12 @@ catches them all. The tree::
         └── MissingConversationIdError (also ValueError)
 
 Errors raised because a driver failed keep the driver's exception as ``__cause__``.
+
+A failed write raises plain :class:`RepositoryConnectionError` or
+:class:`RepositoryTimeoutError` only when nothing was applied (the request never left, or
+its transaction was rolled back). When the request may have reached the server and the
+answer was lost, it raises :class:`RepositoryOutcomeUnknownError`; send the same write again
+(appends skip message ids already stored, so a repeated append is applied exactly once).
 """
 
 from __future__ import annotations
@@ -39,7 +47,9 @@ __all__ = [
     "MissingConversationIdError",
     "RepositoryConnectionError",
     "RepositoryError",
+    "RepositoryOutcomeUnknownError",
     "RepositoryTimeoutError",
+    "RepositoryWriteTimeoutError",
     "ToolExecutionError",
     "ToolIterationLimitError",
 ]
@@ -81,6 +91,31 @@ class RepositoryConnectionError(RepositoryError):
 
 class RepositoryTimeoutError(RepositoryError):
     """The server did not answer within the configured time."""
+
+
+class RepositoryOutcomeUnknownError(RepositoryConnectionError):
+    """A write failed after its request may have reached the server.
+
+    The connection broke, or the answer did not come in time, after the request was sent:
+    the write may or may not have been applied, and the client cannot tell which. Send the
+    same write again once the server is back. Every write of the built-in repositories is
+    safe to repeat: an append skips the message ids already stored in the conversation (so
+    the retried messages are stored exactly once, in their first position), and replacing,
+    deleting and purging give the same result when repeated.
+
+    Reads never raise it; nor does a write that failed before anything was sent (no
+    connection could be made), which raises a plain :class:`RepositoryConnectionError` or
+    :class:`RepositoryTimeoutError`.
+    """
+
+
+class RepositoryWriteTimeoutError(RepositoryOutcomeUnknownError, RepositoryTimeoutError):
+    """A write's answer did not come within the configured time; it may have been applied.
+
+    Both a :class:`RepositoryOutcomeUnknownError` (send the same write again) and a
+    :class:`RepositoryTimeoutError`, so ``except RepositoryTimeoutError`` still catches every
+    timeout.
+    """
 
 
 class MessageDecodeError(RepositoryError):
