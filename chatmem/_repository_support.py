@@ -9,6 +9,7 @@ from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, searchable_text
 
 __all__ = [
+    "MAX_LIMIT",
     "check_limit",
     "escape_like",
     "matches_history_filters",
@@ -16,10 +17,19 @@ __all__ = [
 ]
 
 
+MAX_LIMIT = 1_000_000_000
+"""Largest page size accepted. Stores take 32- or 64-bit limits and some backends ask for
+one row more than the page to see whether another follows; a billion fits every one."""
+
+
 def check_limit(limit: int) -> int:
-    """Reject a negative or non-integer page size before it reaches a store."""
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-        raise ConfigurationError(f"limit must be a non-negative integer, got {limit!r}")
+    """Reject a negative, non-integer or too large page size before it reaches a store.
+
+    Raises:
+        ConfigurationError: If ``limit`` is not an integer from 0 to :data:`MAX_LIMIT`.
+    """
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 0 <= limit <= MAX_LIMIT:
+        raise ConfigurationError(f"limit must be an integer from 0 to {MAX_LIMIT:_}, got {limit!r}")
     return limit
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
@@ -164,6 +165,57 @@ class _BaseMessage(_Frozen):
             raise ValueError("message id must not be empty")
         return value
 
+    @model_validator(mode="after")
+    def _encodable(self) -> _BaseMessage:
+        # A lone surrogate cannot be written as UTF-8 by any store or by the JSON codec;
+        # refused here, it fails where the message is made, not at a later write or export.
+        # One check over every string of the message keeps the common case to one call.
+        strings = list(_strings(self))
+        try:
+            "".join(strings).encode("utf-8")
+        except UnicodeEncodeError:
+            where = next(text for text in strings if not _is_encodable(text))
+            raise ValueError(
+                f"message text contains a lone surrogate (in {where[:40]!r}); "
+                "surrogates are not valid in UTF-8"
+            ) from None
+        return self
+
+
+def _is_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _strings(message: _BaseMessage) -> Iterator[str]:
+    """Every string a message holds: fields, tool calls, media, metadata keys and values."""
+    # __dict__ rather than getattr: a missing attribute on a pydantic model is slow to miss.
+    for name, value in message.__dict__.items():
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list) and name != "metadata":
+            for part in value:
+                yield from _strings_of_part(part)
+    pending: list[JsonValue] = [message.metadata] if message.metadata else []
+    while pending:  # a loop, not recursion: metadata may nest deeply
+        value = pending.pop()
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            yield from value.keys()
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+
+
+def _strings_of_part(part: BaseModel) -> Iterator[str]:
+    for value in part.__dict__.values():
+        if isinstance(value, str):
+            yield value
+
 
 class SystemMessage(_BaseMessage):
     """Instructions for the model. Memory keeps only the current one and sends it first."""
@@ -262,8 +314,9 @@ def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> 
         The message, equal to the one encoded.
 
     Raises:
-        MessageDecodeError: If the record is not valid JSON, has an unknown codec version or
-            does not describe a message. The message names the conversation.
+        MessageDecodeError: If the record is not valid JSON, is nested too deeply, has an
+            unknown codec version or does not describe a message. The message names the
+            conversation.
     """
     text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
     if isinstance(text, str) and text.endswith(_VERSION_SUFFIX):
@@ -279,6 +332,13 @@ def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> 
         raise MessageDecodeError(
             f"stored message{where} is not valid JSON: {exc}", conversation_id=conversation_id
         ) from exc
+    except RecursionError:
+        # A record nested deeper than the interpreter's stack (no message is) is corrupt or
+        # hostile; the original error carries no information worth chaining.
+        raise MessageDecodeError(
+            f"stored message{where} is nested too deeply to be a message",
+            conversation_id=conversation_id,
+        ) from None
     if not isinstance(payload, dict):
         raise MessageDecodeError(
             f"stored message{where} is not a JSON object", conversation_id=conversation_id
@@ -292,6 +352,11 @@ def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> 
         )
     try:
         return _MESSAGE_ADAPTER.validate_python(payload)
+    except RecursionError:
+        raise MessageDecodeError(
+            f"stored message{where} is nested too deeply to be a message",
+            conversation_id=conversation_id,
+        ) from None
     except ValidationError as exc:
         raise MessageDecodeError(
             f"stored message{where} is not a valid message: "

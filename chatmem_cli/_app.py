@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import time
 from contextlib import ExitStack
 from datetime import timedelta
@@ -127,18 +129,39 @@ def import_command(
     source: Annotated[Path, typer.Argument(help="JSON Lines file to read, or - for stdin.")],
     url: UrlOption = None,
 ) -> None:
-    """Import JSON Lines written by `export`; messages already stored are skipped."""
+    """Import JSON Lines written by `export`; every line is checked before anything is written.
+
+    Messages already stored are skipped; a message id already stored with different content
+    is reported as a conflict and not written.
+    """
     with open_log(resolve_url(url)) as repository, ExitStack() as stack:
-        lines: TextIO = sys.stdin
-        if str(source) != "-":
+        if str(source) == "-":
+            # Checked first, then written: stdin is kept in a temporary file to read twice.
+            lines: TextIO = stack.enter_context(
+                tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
+            )
+            shutil.copyfileobj(sys.stdin, lines)
+            lines.seek(0)
+        else:
             if not source.exists():
                 fail(f"no such file: {source}")
             lines = stack.enter_context(source.open(encoding="utf-8"))
         try:
-            read, stored = import_lines(repository, lines)
+            report = import_lines(repository, lines)
         except ChatMemError as exc:
-            fail(str(exc))
-    console.print(f"Read {read} message(s); stored {stored} new, skipped {read - stored} known.")
+            fail(f"{exc}; nothing was imported")
+        except UnicodeDecodeError as exc:
+            fail(f"the input is not UTF-8 text ({exc}); nothing was imported")
+    console.print(
+        f"Read {report.read} message(s); stored {report.stored} new, skipped {report.known} known."
+    )
+    if report.conflicts:
+        for line in report.conflicts[:20]:
+            console.print(f"[red]conflict[/] {line}", soft_wrap=True)
+        fail(
+            f"{len(report.conflicts)} message(s) conflict with stored messages of the same id "
+            "and were not imported"
+        )
 
 
 @app.command("migrate")

@@ -8,6 +8,7 @@ interrupted run is resumed by running it again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ from chatmem import ChatMemoryLog, Message, decode_message, encode_message
 from chatmem.exceptions import MessageDecodeError
 
 __all__ = [
+    "ImportReport",
     "MigrationReport",
+    "check_lines",
     "count_conversations",
     "export_lines",
     "import_lines",
@@ -113,46 +116,140 @@ def _parse_line(line: str, number: int) -> tuple[str, Message]:
         encoded = json.dumps(record["message"], ensure_ascii=False)
     except (ValueError, KeyError, TypeError) as exc:
         raise MessageDecodeError(f"line {number} is not an exported message: {exc}") from exc
+    except RecursionError:
+        raise MessageDecodeError(
+            f"line {number} is not an exported message: nested too deeply"
+        ) from None
     if not isinstance(conversation_id, str):
         raise MessageDecodeError(f"line {number}: conversation_id must be a string")
     return conversation_id, decode_message(encoded, conversation_id=conversation_id)
 
 
-def import_lines(
-    repository: ChatMemoryLog, lines: Iterable[str], *, batch_size: int = PAGE
-) -> tuple[int, int]:
-    """Append exported messages, batching consecutive lines of one conversation.
+@dataclass
+class ImportReport:
+    """What an import did."""
 
-    Messages whose ids the repository already has are skipped, so importing twice adds
-    nothing.
+    read: int = 0
+    """Messages read from the input."""
+    stored: int = 0
+    """Messages newly stored."""
+    conflicts: list[str] = field(default_factory=list)
+    """One line per message whose id was already stored with different content (it was not
+    written)."""
+
+    @property
+    def known(self) -> int:
+        """Messages skipped because the same message was already stored."""
+        return self.read - self.stored - len(self.conflicts)
+
+
+def check_lines(lines: Iterable[str]) -> int:
+    """Parse every line without writing anything; return how many messages there are.
+
+    Args:
+        lines: JSON lines as written by :func:`export_lines`.
+
+    Raises:
+        MessageDecodeError: For the first line that is not an exported message (naming its
+            number).
+    """
+    count = 0
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            _parse_line(line, number)
+            count += 1
+    return count
+
+
+def _digest(message: Message) -> bytes:
+    return hashlib.blake2b(encode_message(message).encode(), digest_size=16).digest()
+
+
+class _Pending:
+    """Messages an append skipped, by id, until they are compared with the stored ones.
+
+    Only digests are kept, so a re-import of a long conversation holds little memory.
+    """
+
+    def __init__(self) -> None:
+        self.conversation_id = ""
+        self.digests: dict[str, list[bytes]] = {}
+
+    def add(self, conversation_id: str, batch: list[Message], stored: list[Any]) -> None:
+        new = {item.message.id for item in stored}
+        for message in batch:
+            if message.id in new:
+                new.discard(message.id)  # a later copy in this batch was skipped
+            else:
+                self.conversation_id = conversation_id
+                self.digests.setdefault(message.id, []).append(_digest(message))
+
+    def check(self, repository: ChatMemoryLog) -> list[str]:
+        """Compare the skipped messages with the stored ones; return the conflicts."""
+        conflicts: list[str] = []
+        remaining = dict(self.digests)
+        for page in iter_history(repository, self.conversation_id):
+            for message in page:
+                digests = remaining.pop(message.id, None)
+                if digests and any(d != _digest(message) for d in digests):
+                    conflicts.append(
+                        f"conversation {self.conversation_id!r}: message id {message.id!r} is "
+                        "already stored with different content"
+                    )
+            if not remaining:
+                break
+        self.digests = {}
+        return conflicts
+
+
+def import_lines(
+    repository: ChatMemoryLog, source: IO[str], *, batch_size: int = PAGE
+) -> ImportReport:
+    """Check every line, then append the messages, batching lines of one conversation.
+
+    Nothing is written unless every line is an exported message, so a corrupt file stores
+    nothing. A message whose id is already stored is skipped: counted as known if it is the
+    same message, reported as a conflict (and not written) if its content differs.
 
     Args:
         repository: Where to write.
-        lines: JSON lines as written by :func:`export_lines`.
+        source: JSON lines as written by :func:`export_lines`, in a seekable text file (it is
+            read twice: once to check, once to write).
         batch_size: Messages per append.
 
-    Returns:
-        How many messages were read and how many were newly stored.
-
     Raises:
-        MessageDecodeError: For a line that is not an exported message (naming its number).
+        MessageDecodeError: For a line that is not an exported message (naming its number);
+            nothing has been written then.
     """
-    read = stored = 0
+    check_lines(source)
+    source.seek(0)
+    report = ImportReport()
+    pending = _Pending()
     batch: list[Message] = []
     current = ""
-    for number, line in enumerate(lines, start=1):
+
+    def flush() -> None:
+        stored = repository.append(current, batch)
+        report.stored += len(stored)
+        pending.add(current, batch, stored)
+
+    for number, line in enumerate(source, start=1):
         if not line.strip():
             continue
         conversation_id, message = _parse_line(line, number)
-        read += 1
+        report.read += 1
         if batch and (conversation_id != current or len(batch) >= batch_size):
-            stored += len(repository.append(current, batch))
+            flush()
             batch = []
+            if conversation_id != current and pending.digests:
+                report.conflicts += pending.check(repository)
         current = conversation_id
         batch.append(message)
     if batch:
-        stored += len(repository.append(current, batch))
-    return read, stored
+        flush()
+    if pending.digests:
+        report.conflicts += pending.check(repository)
+    return report
 
 
 @dataclass
