@@ -8,18 +8,20 @@ The async source imports ``AsyncEngine``, ``AsyncConnection``, ``async_create_en
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, MetaData, create_engine, event
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.ext.asyncio import create_async_engine as async_create_engine
 
 from chatmem._urls import redact_url, scrub
 from chatmem.exceptions import ConfigurationError
+from chatmem_repositories._deadline import Deadline, arm_socket
+from chatmem_repositories.sql._errors import StatementTimeoutError
 
 __all__ = [
     "AsyncConnection",
@@ -32,6 +34,7 @@ __all__ = [
     "create_all",
     "create_engine",
     "engine_arguments",
+    "install_deadlines",
     "prepare_owned_engine",
 ]
 
@@ -61,7 +64,7 @@ def _with_driver(url: URL, is_async: bool) -> URL:
     return url.set(drivername=f"{backend}+{driver}" if driver else backend)
 
 
-def _connect_args(url: URL, timeout: timedelta) -> dict[str, Any]:
+def _connect_args(url: URL, timeout: timedelta, read_timeout: timedelta) -> dict[str, Any]:
     seconds = max(1, round(timeout.total_seconds()))
     driver = url.get_driver_name()
     args: dict[str, Any]
@@ -74,7 +77,10 @@ def _connect_args(url: URL, timeout: timedelta) -> dict[str, Any]:
         # system message is found by its full primary key.
         args = {"connect_timeout": seconds}
     elif driver == "pymysql":
-        args = {"connect_timeout": seconds, "read_timeout": 60, "write_timeout": 60}
+        # pymysql bounds every socket read and write itself; the other network drivers
+        # get the repository's deadline instead (install_deadlines).
+        reply = read_timeout.total_seconds()
+        args = {"connect_timeout": seconds, "read_timeout": reply, "write_timeout": reply}
     elif driver in ("aiomysql", "asyncmy"):
         args = {"connect_timeout": seconds}
     elif driver == "asyncpg":
@@ -128,6 +134,7 @@ def engine_arguments(
     drop: Collection[str] = (),
     is_async: bool,
     connect_timeout: timedelta,
+    read_timeout: timedelta = timedelta(seconds=30),
     pool_size: int,
     max_overflow: int,
     pool_pre_ping: bool = False,
@@ -140,7 +147,8 @@ def engine_arguments(
             aiosqlite).
         drop: Query parameters to remove (chatmem's own options; the rest go to the driver).
         is_async: Whether the engine is for the async repository.
-        connect_timeout: Bound on connecting (and on replies where the driver allows it).
+        connect_timeout: Bound on connecting, and on waiting for a pooled connection.
+        read_timeout: Bound on each reply, for pymysql (which enforces it itself).
         pool_size: Connections kept open.
         max_overflow: Extra connections under load.
         pool_pre_ping: Test each connection on checkout (one more round trip per call).
@@ -162,7 +170,7 @@ def engine_arguments(
             "a number from 1 to 65535"
         )
     kwargs: dict[str, Any] = {
-        "connect_args": _connect_args(parsed, connect_timeout),
+        "connect_args": _connect_args(parsed, connect_timeout, read_timeout),
         "pool_pre_ping": pool_pre_ping,
     }
     memory = parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
@@ -180,11 +188,98 @@ def core_engine(engine: Engine | AsyncEngine) -> Engine:
     return engine.sync_engine if isinstance(engine, AsyncEngine) else engine
 
 
-def prepare_owned_engine(engine: Engine | AsyncEngine) -> None:
-    """Tune an engine the repository created itself (never one it was handed)."""
+def prepare_owned_engine(engine: Engine | AsyncEngine, *, read_timeout: timedelta) -> None:
+    """Tune an engine the repository created itself (never one it was handed).
+
+    Args:
+        engine: The new engine.
+        read_timeout: Bound on each statement's and commit's answer (see
+            :func:`install_deadlines`).
+    """
     sync = core_engine(engine)
     if sync.dialect.name == "sqlite":
         event.listen(sync, "connect", _sqlite_pragmas)
+    socket_of = _SOCKETS.get(sync.dialect.driver)
+    if socket_of is not None:
+        install_deadlines(sync, read_timeout.total_seconds(), socket_of)
+
+
+def _psycopg_socket(driver_connection: Any) -> int | None:
+    return int(driver_connection.fileno())
+
+
+def _aiomysql_socket(driver_connection: Any) -> int | None:
+    # aiomysql keeps its stream writer private; without it, no deadline (never a failure).
+    writer = getattr(driver_connection, "_writer", None)
+    sock = None if writer is None else writer.get_extra_info("socket")
+    return None if sock is None else int(sock.fileno())
+
+
+# The network drivers that wait for an answer forever (pymysql has its own read_timeout).
+_SOCKETS: dict[str, Callable[[Any], int | None]] = {
+    "psycopg": _psycopg_socket,
+    "psycopg_async": _psycopg_socket,
+    "aiomysql": _aiomysql_socket,
+}
+_DEADLINE = "chatmem_deadline"
+
+
+def _disarm(info: dict[Any, Any]) -> Deadline | None:
+    deadline: Deadline | None = info.pop(_DEADLINE, None)
+    if deadline is not None:
+        deadline.cancel()
+    return deadline
+
+
+def install_deadlines(
+    engine: Engine, seconds: float, socket_of: Callable[[Any], int | None]
+) -> None:
+    """Bound every statement, commit and rollback on ``engine`` by ``seconds``.
+
+    A deadline is armed before each one is sent and cancelled when its answer came (after
+    the statement; for a commit or rollback, when the connection goes back to the pool).
+    If it passes first, the connection's socket is shut down: the driver's wait ends with a
+    "connection closed" error, SQLAlchemy discards the connection, and the error is replaced
+    by :class:`~chatmem_repositories.sql._errors.StatementTimeoutError`.
+
+    Args:
+        engine: The (sync) engine to listen on.
+        seconds: The time allowed for each answer.
+        socket_of: Returns the socket descriptor of a driver connection, or ``None``.
+    """
+
+    def arm(connection: Connection, *_: Any) -> None:
+        if connection.invalidated or connection.closed:
+            return  # SQLAlchemy sends nothing on such a connection
+        info = connection.info
+        _disarm(info)
+        fd = socket_of(connection.connection.driver_connection)
+        if fd is not None:
+            info[_DEADLINE] = arm_socket(seconds, fd)
+
+    def answered(connection: Connection, *_: Any) -> None:
+        _disarm(connection.info)
+
+    def failed(context: ExceptionContext) -> BaseException | None:
+        connection = context.connection
+        if connection is None or connection.invalidated or connection.closed:
+            return None
+        deadline = _disarm(connection.info)
+        if deadline is None or not deadline.expired:
+            return None
+        context.is_disconnect = True  # its socket is shut: never use it again
+        return StatementTimeoutError(f"no answer within {seconds:g} s; the connection was closed")
+
+    def returned(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            _disarm(record.info)
+
+    event.listen(engine, "before_cursor_execute", arm)
+    event.listen(engine, "after_cursor_execute", answered)
+    event.listen(engine, "commit", arm)
+    event.listen(engine, "rollback", arm)
+    event.listen(engine, "handle_error", failed)
+    event.listen(engine.pool, "checkin", returned)
 
 
 async def async_create_all(connection: AsyncConnection, metadata: MetaData) -> None:

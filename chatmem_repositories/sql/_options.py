@@ -25,7 +25,12 @@ class SqlOptions(BaseModel):
     initialize_schema: Literal["embedded", "always", "never"] = "embedded"
     """Create missing tables: only for embedded databases (SQLite), always, or never."""
     connect_timeout: Duration = timedelta(seconds=10)
-    """How long to wait for a connection (and, where the driver supports it, a reply)."""
+    """How long to wait for a connection (or for a free one from the pool)."""
+    read_timeout: Duration = timedelta(seconds=30)
+    """How long to wait for the answer to one statement or commit. Past it, the connection
+    is closed and ``RepositoryTimeoutError`` raised (``RepositoryWriteTimeoutError`` for a
+    write that may have been applied). Applies to PostgreSQL and MySQL/MariaDB; SQLite
+    waits for its file lock instead (30 s)."""
     pool_size: int = Field(default=5, ge=1)
     """Connections kept open by a repository that owns its engine."""
     max_overflow: int = Field(default=20, ge=0)

@@ -128,7 +128,7 @@ class AsyncSqlChatMemoryRepository:
             url: A SQLAlchemy URL, such as ``sqlite:///chat.db`` or
                 ``postgresql://user:password@host/db``.
             **options: ``ttl``, ``table_prefix``, ``initialize_schema``, ``connect_timeout``,
-                ``pool_size``, ``max_overflow`` (see :class:`SqlOptions`).
+                ``read_timeout``, ``pool_size``, ``max_overflow`` (see :class:`SqlOptions`).
 
         Raises:
             ConfigurationError: For an unknown option, a bad value or a missing driver.
@@ -141,6 +141,7 @@ class AsyncSqlChatMemoryRepository:
             drop=list(ours),
             is_async=async_api,
             connect_timeout=parsed.connect_timeout,
+            read_timeout=parsed.read_timeout,
             pool_size=parsed.pool_size,
             max_overflow=parsed.max_overflow,
             pool_pre_ping=parsed.pool_pre_ping,
@@ -153,7 +154,7 @@ class AsyncSqlChatMemoryRepository:
                 f"{sa_url.drivername!r}: pip install the matching chatmem extra, such as "
                 f'"chatmem[postgresql]", "chatmem[mysql]" or "chatmem[sqlite]"'
             ) from exc
-        prepare_owned_engine(engine)
+        prepare_owned_engine(engine, read_timeout=parsed.read_timeout)
         repository = cls(
             engine,
             ttl=parsed.ttl,
@@ -196,30 +197,45 @@ class AsyncSqlChatMemoryRepository:
                 raise map_error(exc, self._backend) from exc
             self._ready = True
 
-    async def _fetch(self, statement: Any, params: dict[str, Any] | None = None) -> list[Any]:
+    async def _fetch(
+        self, statement: Any, params: dict[str, Any] | None = None, *, write: bool = False
+    ) -> list[Any]:
         await self._ensure_schema()
         attempt = 0
+        # A write statement whose connection broke after it was sent may have committed
+        # (autocommit); that stays true even if a later attempt fails to connect.
+        maybe_applied = False
         while True:
             attempt += 1
+            sent = False
             try:
                 async with self._read_engine.connect() as connection:
+                    sent = write
                     result = await connection.execute(statement, params)
                     return list(result.all())
             except _ERRORS as exc:
+                maybe_applied = maybe_applied or sent
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend) from exc
+                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
     async def _write(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         await self._ensure_schema()
         attempt = 0
+        # Only a failure while committing leaves the outcome unknown: before the COMMIT is
+        # sent, a broken connection makes the server roll the transaction back.
+        maybe_applied = False
         while True:
             attempt += 1
+            committing = False
             try:
                 async with self._engine.begin() as connection:
-                    return await work(connection)
+                    result = await work(connection)
+                    committing = True
+                return result
             except _ERRORS as exc:
+                maybe_applied = maybe_applied or committing
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend) from exc
+                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _expiry(self, now: datetime) -> datetime | None:
         return None if self._ttl is None else now + self._ttl
@@ -367,7 +383,8 @@ class AsyncSqlChatMemoryRepository:
             statement, params = self._sql.append_in_one_statement(
                 conversation_id, batch.rows(conversation_id, 0), now, self._expiry(now)
             )
-            rows = await self._fetch(statement, params)  # autocommit: one round trip in all
+            # Autocommit: one round trip in all.
+            rows = await self._fetch(statement, params, write=True)
             if rows:
                 start = int(rows[0][0]) - len(batch.messages)
                 stored_positions = {int(r[1]) for r in rows if r[1] is not None}

@@ -130,7 +130,7 @@ class SqlChatMemoryRepository:
             url: A SQLAlchemy URL, such as ``sqlite:///chat.db`` or
                 ``postgresql://user:password@host/db``.
             **options: ``ttl``, ``table_prefix``, ``initialize_schema``, ``connect_timeout``,
-                ``pool_size``, ``max_overflow`` (see :class:`SqlOptions`).
+                ``read_timeout``, ``pool_size``, ``max_overflow`` (see :class:`SqlOptions`).
 
         Raises:
             ConfigurationError: For an unknown option, a bad value or a missing driver.
@@ -143,6 +143,7 @@ class SqlChatMemoryRepository:
             drop=list(ours),
             is_async=api,
             connect_timeout=parsed.connect_timeout,
+            read_timeout=parsed.read_timeout,
             pool_size=parsed.pool_size,
             max_overflow=parsed.max_overflow,
             pool_pre_ping=parsed.pool_pre_ping,
@@ -155,7 +156,7 @@ class SqlChatMemoryRepository:
                 f"{sa_url.drivername!r}: pip install the matching chatmem extra, such as "
                 f'"chatmem[postgresql]", "chatmem[mysql]" or "chatmem[sqlite]"'
             ) from exc
-        prepare_owned_engine(engine)
+        prepare_owned_engine(engine, read_timeout=parsed.read_timeout)
         repository = cls(
             engine,
             ttl=parsed.ttl,
@@ -198,30 +199,45 @@ class SqlChatMemoryRepository:
                 raise map_error(exc, self._backend) from exc
             self._ready = True
 
-    def _fetch(self, statement: Any, params: dict[str, Any] | None = None) -> list[Any]:
+    def _fetch(
+        self, statement: Any, params: dict[str, Any] | None = None, *, write: bool = False
+    ) -> list[Any]:
         self._ensure_schema()
         attempt = 0
+        # A write statement whose connection broke after it was sent may have committed
+        # (autocommit); that stays true even if a later attempt fails to connect.
+        maybe_applied = False
         while True:
             attempt += 1
+            sent = False
             try:
                 with self._read_engine.connect() as connection:
+                    sent = write
                     result = connection.execute(statement, params)
                     return list(result.all())
             except _ERRORS as exc:
+                maybe_applied = maybe_applied or sent
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend) from exc
+                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _write(self, work: Callable[[Connection], T]) -> T:
         self._ensure_schema()
         attempt = 0
+        # Only a failure while committing leaves the outcome unknown: before the COMMIT is
+        # sent, a broken connection makes the server roll the transaction back.
+        maybe_applied = False
         while True:
             attempt += 1
+            committing = False
             try:
                 with self._engine.begin() as connection:
-                    return work(connection)
+                    result = work(connection)
+                    committing = True
+                return result
             except _ERRORS as exc:
+                maybe_applied = maybe_applied or committing
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend) from exc
+                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _expiry(self, now: datetime) -> datetime | None:
         return None if self._ttl is None else now + self._ttl
@@ -367,7 +383,8 @@ class SqlChatMemoryRepository:
             statement, params = self._sql.append_in_one_statement(
                 conversation_id, batch.rows(conversation_id, 0), now, self._expiry(now)
             )
-            rows = self._fetch(statement, params)  # autocommit: one round trip in all
+            # Autocommit: one round trip in all.
+            rows = self._fetch(statement, params, write=True)
             if rows:
                 start = int(rows[0][0]) - len(batch.messages)
                 stored_positions = {int(r[1]) for r in rows if r[1] is not None}
