@@ -10,12 +10,55 @@ from redis import exceptions as redis_errors
 from chatmem.exceptions import (
     RepositoryConnectionError,
     RepositoryError,
+    RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
+    RepositoryWriteTimeoutError,
 )
 
-__all__ = ["BACKEND", "translate_errors"]
+__all__ = ["BACKEND", "RETRYABLE", "never_sent", "translate_error", "translate_errors"]
 
 BACKEND = "redis"
+
+RETRYABLE = (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError)
+"""Connection failures and timeouts: the call may succeed if made again."""
+
+
+def never_sent(exc: BaseException) -> bool:
+    """Tell whether a failed call cannot have reached the server.
+
+    True when no connection could be made (redis-py says "... connecting to ...") or none
+    was free in the pool. Anything else (a reset, a closed connection, no answer in time)
+    may have come after the command was sent.
+    """
+    if isinstance(exc, redis_errors.MaxConnectionsError):
+        return True
+    return isinstance(exc, RETRYABLE) and "connecting to" in str(exc)
+
+
+def translate_error(
+    exc: BaseException, server: str, action: str, *, unknown: bool = False
+) -> RepositoryError:
+    """Return the chatmem error for a redis-py error; raise it ``from exc``.
+
+    Args:
+        exc: What redis-py raised.
+        server: Where the server is, without credentials, for the message.
+        action: What was being done, such as ``"appending"``.
+        unknown: Whether a write may have been applied: then a connection failure or a
+            timeout raises :class:`~chatmem.exceptions.RepositoryOutcomeUnknownError` or
+            :class:`~chatmem.exceptions.RepositoryWriteTimeoutError`.
+    """
+    again = "; the write may have been applied: send it again" if unknown else ""
+    if isinstance(exc, redis_errors.TimeoutError | TimeoutError):
+        timeout = RepositoryWriteTimeoutError if unknown else RepositoryTimeoutError
+        return timeout(
+            f"redis at {server} did not answer in time while {action}: {exc}{again}",
+            backend=BACKEND,
+        )
+    if isinstance(exc, redis_errors.ConnectionError | OSError):
+        lost = RepositoryOutcomeUnknownError if unknown else RepositoryConnectionError
+        return lost(f"cannot reach redis at {server} while {action}: {exc}{again}", backend=BACKEND)
+    return RepositoryError(f"redis at {server} failed while {action}: {exc}", backend=BACKEND)
 
 
 @contextmanager
@@ -24,19 +67,9 @@ def translate_errors(server: str, action: str) -> Iterator[None]:
 
     Args:
         server: Where the server is, without credentials, for the message.
-        action: What was being done, such as ``"appending"``.
+        action: What was being done, such as ``"closing"``.
     """
     try:
         yield
-    except (redis_errors.TimeoutError, TimeoutError) as exc:
-        raise RepositoryTimeoutError(
-            f"redis at {server} did not answer in time while {action}: {exc}", backend=BACKEND
-        ) from exc
-    except (redis_errors.ConnectionError, OSError) as exc:
-        raise RepositoryConnectionError(
-            f"cannot reach redis at {server} while {action}: {exc}", backend=BACKEND
-        ) from exc
-    except redis_errors.RedisError as exc:
-        raise RepositoryError(
-            f"redis at {server} failed while {action}: {exc}", backend=BACKEND
-        ) from exc
+    except (redis_errors.RedisError, OSError) as exc:
+        raise translate_error(exc, server, action) from exc

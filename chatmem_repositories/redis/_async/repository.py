@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.exceptions import RedisError
 
+from chatmem._concurrency import async_sleep
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._repository_support import check_limit, matches_history_filters, normalize_ttl
 from chatmem.conversation_ids import owner_of, validate_conversation_id
@@ -15,7 +17,13 @@ from chatmem.messages import Message, MessageType, decode_message
 from chatmem_repositories._options import parse_options, redact_url, split_query
 from chatmem_repositories.redis import _scripts
 from chatmem_repositories.redis._drivers import AsyncRedis, AsyncRetry, AsyncScript
-from chatmem_repositories.redis._errors import BACKEND, translate_errors
+from chatmem_repositories.redis._errors import (
+    BACKEND,
+    RETRYABLE,
+    never_sent,
+    translate_error,
+    translate_errors,
+)
 from chatmem_repositories.redis._keys import KeyLayout, escape_key_part, expiry_member
 from chatmem_repositories.redis._options import RedisOptions, check_server_url, with_db
 from chatmem_repositories.redis._rows import (
@@ -27,6 +35,8 @@ from chatmem_repositories.redis._rows import (
 )
 
 __all__ = ["AsyncRedisChatMemoryRepository"]
+
+T = TypeVar("T")
 
 _TYPE_KEY = {"system": 7, "user": 8, "assistant": 9, "tool": 10}  # index into the eleven keys
 
@@ -78,6 +88,13 @@ class AsyncRedisChatMemoryRepository:
         self._scripts: dict[str, AsyncScript] = {
             name: client.register_script(getattr(_scripts, name)) for name in _scripts.__all__
         }
+        # A client made by from_url leaves retries to _call, which knows whether a failed
+        # attempt may have reached the server. A handed-in client may retry by itself, so
+        # even its "cannot connect" may follow an attempt that was sent.
+        self._retries = 0
+        self._backoff = ExponentialBackoff(cap=0.5, base=0.05)
+        retry = getattr(client, "get_retry", lambda: None)()
+        self._client_retries = bool(retry is not None and retry.get_retries())
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncRedisChatMemoryRepository:
@@ -95,8 +112,9 @@ class AsyncRedisChatMemoryRepository:
         base, query = split_query(url)
         parsed = parse_options(RedisOptions, query, options, backend=BACKEND)
         base = with_db(check_server_url(base), parsed.db)
-        retry = AsyncRetry(ExponentialBackoff(cap=0.5, base=0.05), parsed.retries)
-        client = AsyncRedis.from_url(base, retry=retry, **parsed.client_kwargs())
+        client = AsyncRedis.from_url(
+            base, retry=AsyncRetry(NoBackoff(), 0), **parsed.client_kwargs()
+        )
         repository = cls(
             client,
             key_prefix=parsed.key_prefix,
@@ -104,6 +122,8 @@ class AsyncRedisChatMemoryRepository:
             history_scan_budget=parsed.history_scan_budget,
         )
         repository._owns_client = True
+        repository._retries = parsed.retries
+        repository._client_retries = False
         repository._server = redact_url(base)
         return repository
 
@@ -112,9 +132,33 @@ class AsyncRedisChatMemoryRepository:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    async def _run(self, action: str, script: str, keys: list[str], args: list[Any]) -> Any:
-        with translate_errors(self._server, action):
-            return await self._scripts[script](keys=keys, args=args)
+    async def _call(
+        self, action: str, call: Callable[[], Awaitable[T]], *, write: bool = False
+    ) -> T:
+        # Retries a connection failure or timeout (every call is safe to repeat). A write
+        # that failed after its command may have been sent is reported as such even if a
+        # later attempt fails before sending anything.
+        failures = 0
+        maybe_applied = False
+        while True:
+            try:
+                return await call()
+            except RETRYABLE as exc:
+                sent = self._client_retries or not never_sent(exc)
+                maybe_applied = maybe_applied or (write and sent)
+                failures += 1
+                if failures > self._retries:
+                    raise translate_error(exc, self._server, action, unknown=maybe_applied) from exc
+            except RedisError as exc:
+                raise translate_error(exc, self._server, action) from exc
+            await async_sleep(self._backoff.compute(failures))
+
+    async def _run(
+        self, action: str, script: str, keys: list[str], args: list[Any], *, write: bool = False
+    ) -> Any:
+        return await self._call(
+            action, lambda: self._scripts[script](keys=keys, args=args), write=write
+        )
 
     def _append_keys(self, conversation_id: str) -> list[str]:
         return [
@@ -132,6 +176,8 @@ class AsyncRedisChatMemoryRepository:
     async def _index(self, mode: str, index: str, cursor: str | None, limit: int) -> Any:
         keys = [index, self._keys.conversations, self._keys.expiry]
         args = [self._keys.owner_prefix, mode, "" if cursor is None else "1", cursor or "", limit]
+        if mode == "purge":
+            return await self._run("purging expired conversations", "INDEX", keys, args, write=True)
         return await self._run("listing conversations", "INDEX", keys, args)
 
     # -- Spring AI's four methods -----------------------------------------------------------
@@ -144,8 +190,7 @@ class AsyncRedisChatMemoryRepository:
     async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
         """Return a conversation's whole history in order, or ``[]``."""
         keys = self._keys.conversation(validate_conversation_id(conversation_id))
-        with translate_errors(self._server, "reading a conversation"):
-            bodies = await self._client.hgetall(keys[1])
+        bodies = await self._call("reading a conversation", lambda: self._client.hgetall(keys[1]))
         ordered = sorted(bodies.items(), key=lambda item: as_int(item[0]))
         return [decode_message(body, conversation_id=conversation_id) for _, body in ordered]
 
@@ -157,7 +202,11 @@ class AsyncRedisChatMemoryRepository:
             return
         keys = self._append_keys(conversation_id)
         await self._run(
-            "replacing messages", "REPLACE", keys, self._append_args(conversation_id, messages)
+            "replacing messages",
+            "REPLACE",
+            keys,
+            self._append_args(conversation_id, messages),
+            write=True,
         )
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
@@ -165,7 +214,9 @@ class AsyncRedisChatMemoryRepository:
         validate_conversation_id(conversation_id)
         member = expiry_member(conversation_id, owner_of(conversation_id))
         keys = self._append_keys(conversation_id)
-        await self._run("deleting a conversation", "DELETE", keys, [conversation_id, member])
+        await self._run(
+            "deleting a conversation", "DELETE", keys, [conversation_id, member], write=True
+        )
 
     # -- log capabilities -------------------------------------------------------------------
 
@@ -181,6 +232,7 @@ class AsyncRedisChatMemoryRepository:
             "APPEND",
             self._append_keys(conversation_id),
             self._append_args(conversation_id, messages),
+            write=True,
         )
         return [
             StoredMessage(as_int(reply[i + 1]), messages[as_int(reply[i]) - 1])
@@ -295,7 +347,7 @@ class AsyncRedisChatMemoryRepository:
         """Delete non-system messages positioned before ``position`` (one script)."""
         keys = self._keys.conversation(validate_conversation_id(conversation_id))
         deleted = await self._run(
-            "deleting old messages", "DELETE_BEFORE", keys, [position_arg(position)]
+            "deleting old messages", "DELETE_BEFORE", keys, [position_arg(position)], write=True
         )
         return as_int(deleted)
 
