@@ -37,6 +37,7 @@ from chatmem import (
     TokenEstimator,
     TokenWindowChatMemory,
 )
+from chatmem._urls import MASK, is_secret_option
 from chatmem_repositories._options import Duration, redact_url
 from chatmem_repositories._registry import create_async_repository, create_repository
 
@@ -65,7 +66,8 @@ class ChatMemorySettings(BaseSettings):
     """Chat memory configuration from ``CHATMEM_*`` environment variables or a ``.env`` file.
 
     Keyword arguments win over the environment, which wins over the ``.env`` file. The URL's
-    credentials never appear in the settings' repr.
+    credentials, and options named like one (``password``, ``token``...), never appear in
+    the settings' repr.
 
     Example:
         ```python
@@ -106,7 +108,12 @@ class ChatMemorySettings(BaseSettings):
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         for name, value in super().__repr_args__():
-            yield name, redact_url(value) if name == "repository_url" else value
+            if name == "repository_url":
+                value = redact_url(value)
+            elif name == "repository_options":
+                # Options may carry credentials too, such as Neo4j's password.
+                value = {k: MASK if is_secret_option(k) else v for k, v in value.items()}
+            yield name, value
 
     @property
     def redacted_url(self) -> str:

@@ -132,6 +132,20 @@ def test_openai_model_reprs_hide_credentials() -> None:
     assert SECRET not in repr(embedding)
 
 
+def test_settings_repr_hides_url_and_option_credentials() -> None:
+    pytest.importorskip("pydantic_settings")
+    from chatmem_repositories.settings import ChatMemorySettings
+
+    settings = ChatMemorySettings(
+        repository_url=f"bolt://h:7687?user=neo4j&password={SECRET}",
+        repository_options={"password": SECRET, "api_key": SECRET, "label_prefix": "App"},
+    )
+    shown = repr(settings)
+    assert SECRET not in shown
+    assert "'label_prefix': 'App'" in shown
+    assert SECRET not in settings.redacted_url
+
+
 # -- multi-host and SRV forms ----------------------------------------------------------------
 
 
