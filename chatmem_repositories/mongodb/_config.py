@@ -28,6 +28,7 @@ from chatmem_repositories._options import (
     split_query,
     split_url,
 )
+from chatmem_repositories.mongodb._errors import SENT_COMMANDS
 
 __all__ = ["DEFAULT_TIMEOUTS_MS", "ClientSettings", "MongoOptions", "parse_url"]
 
@@ -199,8 +200,14 @@ def parse_url(url: str, keyword_options: Mapping[str, Any]) -> ClientSettings:
     client_url = base + ("?" + url_theirs if url_theirs else "")
     given = {name.lower() for name, _ in parse_qsl(url_theirs.replace(";", "&"))}
     given |= {name.lower() for name in kw_theirs}
-    client_options = {k: v for k, v in DEFAULT_TIMEOUTS_MS.items() if k.lower() not in given}
+    client_options: dict[str, Any] = {
+        k: v for k, v in DEFAULT_TIMEOUTS_MS.items() if k.lower() not in given
+    }
     client_options.update(kw_theirs)
+    # The repository's listener tells a write that failed before sending anything from one
+    # that may have been applied; listeners given as an option are kept.
+    listeners = list(client_options.get("event_listeners") or ())
+    client_options["event_listeners"] = [SENT_COMMANDS, *listeners]
     _check_url(url, _validation_url(base, url_theirs))
     database = check_database(options.database or unquote_plus(parts.path.lstrip("/")) or "chatmem")
     return ClientSettings(client_url, client_options, options, database, redact_url(url))

@@ -30,7 +30,13 @@ from .._documents import (
     unique_messages,
 )
 from .._drivers import AsyncCollection, AsyncMongoClient, Document
-from .._errors import BACKEND, NOT_IMPLEMENTED, is_duplicate_key, mapped_errors
+from .._errors import (
+    BACKEND,
+    NOT_IMPLEMENTED,
+    is_duplicate_key,
+    mapped_errors,
+    tracks_sent_commands,
+)
 
 __all__ = ["AsyncMongoChatMemoryRepository"]
 
@@ -93,6 +99,8 @@ class AsyncMongoChatMemoryRepository:
         self._ready_done = not create_indexes
         self._ready_lock = AsyncLock()
         self._writers: dict[str, list[Any]] = {}  # conversation id -> [lock, holders]
+        # With the listener, a failed write knows whether it sent anything (see _errors).
+        self._tracked = tracks_sent_commands(client)
         self.native_ttl = False
         """Whether the server removes expired conversation documents itself (TTL index)."""
 
@@ -359,14 +367,14 @@ class AsyncMongoChatMemoryRepository:
             await self.delete_by_conversation_id(conversation_id)
             return
         await self._ready()
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             await self._write(conversation_id, messages, replace=True)
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation and its messages; unknown ids are ignored."""
         validate_conversation_id(conversation_id)
         await self._ready()
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             # Messages first: a crash in between leaves an empty conversation, not orphans.
             await self._messages.delete_many({"conversation_id": conversation_id})
             await self._conversations.delete_one({"_id": conversation_id})
@@ -387,7 +395,7 @@ class AsyncMongoChatMemoryRepository:
         if not messages:
             return []
         await self._ready()
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             return await self._write(conversation_id, messages, replace=False)
 
     async def find_recent(
@@ -494,7 +502,7 @@ class AsyncMongoChatMemoryRepository:
         validate_conversation_id(conversation_id)
         check_position(position)
         await self._ready()
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             query = await self._message_filter(conversation_id)
             if query is None:
                 return 0
@@ -513,7 +521,7 @@ class AsyncMongoChatMemoryRepository:
         if self._ttl is None:
             return 0
         purged = 0
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             while True:
                 now = datetime.now(UTC)
                 expired = await self._conversations.find(

@@ -32,7 +32,13 @@ from .._documents import (
     unique_messages,
 )
 from .._drivers import Collection, Document, MongoClient
-from .._errors import BACKEND, NOT_IMPLEMENTED, is_duplicate_key, mapped_errors
+from .._errors import (
+    BACKEND,
+    NOT_IMPLEMENTED,
+    is_duplicate_key,
+    mapped_errors,
+    tracks_sent_commands,
+)
 
 __all__ = ["MongoChatMemoryRepository"]
 
@@ -95,6 +101,8 @@ class MongoChatMemoryRepository:
         self._ready_done = not create_indexes
         self._ready_lock = Lock()
         self._writers: dict[str, list[Any]] = {}  # conversation id -> [lock, holders]
+        # With the listener, a failed write knows whether it sent anything (see _errors).
+        self._tracked = tracks_sent_commands(client)
         self.native_ttl = False
         """Whether the server removes expired conversation documents itself (TTL index)."""
 
@@ -357,14 +365,14 @@ class MongoChatMemoryRepository:
             self.delete_by_conversation_id(conversation_id)
             return
         self._ready()
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             self._write(conversation_id, messages, replace=True)
 
     def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation and its messages; unknown ids are ignored."""
         validate_conversation_id(conversation_id)
         self._ready()
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             # Messages first: a crash in between leaves an empty conversation, not orphans.
             self._messages.delete_many({"conversation_id": conversation_id})
             self._conversations.delete_one({"_id": conversation_id})
@@ -383,7 +391,7 @@ class MongoChatMemoryRepository:
         if not messages:
             return []
         self._ready()
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             return self._write(conversation_id, messages, replace=False)
 
     def find_recent(
@@ -488,7 +496,7 @@ class MongoChatMemoryRepository:
         validate_conversation_id(conversation_id)
         check_position(position)
         self._ready()
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             query = self._message_filter(conversation_id)
             if query is None:
                 return 0
@@ -507,7 +515,7 @@ class MongoChatMemoryRepository:
         if self._ttl is None:
             return 0
         purged = 0
-        with mapped_errors():
+        with mapped_errors(write=True, tracked=self._tracked):
             while True:
                 now = datetime.now(UTC)
                 expired = self._conversations.find(
