@@ -44,7 +44,7 @@ class Deadline:
     def __init__(
         self,
         seconds: float,
-        action: Callable[[], None],
+        action: Callable[[], object],
         *,
         release: Callable[[], None] | None = None,
     ) -> None:
@@ -56,7 +56,7 @@ class Deadline:
 
     @property
     def expired(self) -> bool:
-        """Whether the deadline passed and the connection was shut down."""
+        """Whether the deadline passed and its action ran (the connection was shut down)."""
         return self._state == "expired"
 
     def cancel(self) -> None:
@@ -76,9 +76,11 @@ class Deadline:
         with self._lock:
             # Under the lock: cancel() must not return while the socket is being shut.
             if self._state == "armed":
-                self._state = "expired"
+                done: object = False
                 with contextlib.suppress(Exception):
-                    self._action()
+                    done = self._action()
+                # An action that found nothing to act on returns False: not expired then.
+                self._state = "cancelled" if done is False else "expired"
                 self._done()
 
     def _done(self) -> None:
@@ -135,13 +137,14 @@ class _Watchdog:
 _watchdog = _Watchdog()
 
 
-def arm(seconds: float, action: Callable[[], None]) -> Deadline:
+def arm(seconds: float, action: Callable[[], object]) -> Deadline:
     """Run ``action`` (on the watchdog thread) in ``seconds`` unless cancelled first.
 
     Args:
         seconds: The time allowed.
-        action: What to do when it passes, such as :func:`shutdown_socket` of the socket the
-            driver is reading from at that moment. Its exceptions are ignored.
+        action: What to do when it passes, such as shutting down the socket the driver is
+            reading from at that moment. It returns ``False`` if it found nothing to do
+            (then the deadline does not count as expired); its exceptions are ignored.
     """
     deadline = Deadline(seconds, action)
     _watchdog.add(deadline)

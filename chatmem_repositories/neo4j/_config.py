@@ -69,6 +69,11 @@ class Neo4jOptions(BaseModel):
     """How long waiting for a pooled connection (including opening it) may take."""
     max_transaction_retry_time: Duration = timedelta(seconds=10)
     """How long a transaction is retried after transient errors or a lost server."""
+    read_timeout: Duration = timedelta(seconds=30)
+    """How long one statement may wait for the server's answer. Past it the connection is
+    closed and ``RepositoryTimeoutError`` raised (``RepositoryWriteTimeoutError`` for a
+    write that may have been applied). The driver itself waits until the server's
+    ``connection.recv_timeout_seconds`` hint (120 s by default), or forever without one."""
     max_connection_pool_size: int = Field(default=100, gt=0)
     """Most connections the driver keeps open."""
     create_schema: bool = True

@@ -18,11 +18,20 @@ from neo4j.exceptions import (
 from chatmem.exceptions import (
     RepositoryConnectionError,
     RepositoryError,
+    RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
+    RepositoryWriteTimeoutError,
 )
 from chatmem_repositories.neo4j._config import BACKEND
 
-__all__ = ["DRIVER_ERRORS", "RetryDelays", "lost_race", "should_retry", "translate_error"]
+__all__ = [
+    "DRIVER_ERRORS",
+    "RetryDelays",
+    "lost_race",
+    "may_have_sent",
+    "should_retry",
+    "translate_error",
+]
 
 DRIVER_ERRORS = (Neo4jError, DriverError, OSError)
 """What the driver raises; catch these and raise :func:`translate_error`'s result."""
@@ -43,6 +52,21 @@ def lost_race(exc: BaseException) -> bool:
     back, so running it again (which then creates a fresh conversation) is safe.
     """
     return isinstance(exc, Neo4jError) and exc.code == _ENTITY_NOT_FOUND
+
+
+def may_have_sent(exc: BaseException) -> bool:
+    """Tell whether a failed statement may have reached the server before the failure.
+
+    False for what happens before anything is sent: no pooled connection in time, a
+    connection that could not be opened (the driver says "Couldn't connect to ..."), refused
+    credentials, and an error the server answered with (its transaction was rolled back).
+    True for a connection lost or timed out while the statement was under way.
+    """
+    if isinstance(exc, ConnectionAcquisitionTimeoutError | AuthError | Neo4jError):
+        return False
+    if isinstance(exc, ServiceUnavailable) and str(exc).startswith("Couldn't connect to"):
+        return False
+    return isinstance(exc, DriverError | OSError)
 
 
 def should_retry(exc: BaseException) -> bool:
@@ -94,20 +118,43 @@ def _server_error(exc: Neo4jError, action: str) -> RepositoryError:
     return RepositoryError(f"neo4j {action} failed: {kind} {code}: {exc.message}", backend=BACKEND)
 
 
-def translate_error(exc: BaseException, action: str) -> RepositoryError:
+def translate_error(
+    exc: BaseException, action: str, *, unknown: bool = False, timeout: float | None = None
+) -> RepositoryError:
     """Return the chatmem error for a driver error; raise it ``from`` the original.
 
     Args:
         exc: What the driver raised (one of :data:`DRIVER_ERRORS`).
         action: What was being done, such as ``"append"``, for the message.
+        unknown: Whether a write may have been applied: a lost connection or a timeout then
+            raises :class:`~chatmem.exceptions.RepositoryOutcomeUnknownError` or
+            :class:`~chatmem.exceptions.RepositoryWriteTimeoutError`.
+        timeout: Set when the repository's ``read_timeout`` (these seconds) closed the
+            connection, which is what made the driver fail.
 
     Returns:
         :class:`~chatmem.exceptions.RepositoryConnectionError` when the server cannot be
         reached, went away or refused the credentials (after the driver's retries ran out);
         :class:`~chatmem.exceptions.RepositoryTimeoutError` when no pooled connection came
-        in time or the transaction timed out; :class:`~chatmem.exceptions.RepositoryError`
-        otherwise.
+        in time, the transaction timed out or no answer came within ``read_timeout``;
+        :class:`~chatmem.exceptions.RepositoryError` otherwise.
     """
+    again = "; the write may have been applied: send it again" if unknown else ""
+    if timeout is not None:
+        late = RepositoryWriteTimeoutError if unknown else RepositoryTimeoutError
+        return late(
+            f"neo4j {action} failed: no answer within {timeout:g} s, connection closed{again}",
+            backend=BACKEND,
+        )
+    error = _translate(exc, action)
+    if unknown and type(error) is RepositoryTimeoutError and isinstance(exc, TimeoutError):
+        return RepositoryWriteTimeoutError(f"{error}{again}", backend=BACKEND)
+    if unknown and type(error) is RepositoryConnectionError and not isinstance(exc, AuthError):
+        return RepositoryOutcomeUnknownError(f"{error}{again}", backend=BACKEND)
+    return error
+
+
+def _translate(exc: BaseException, action: str) -> RepositoryError:
     if isinstance(exc, ServiceUnavailable | SessionExpired):
         return RepositoryConnectionError(
             f"neo4j {action} failed: server unavailable ({exc})", backend=BACKEND

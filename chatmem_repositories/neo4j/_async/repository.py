@@ -15,11 +15,13 @@ from chatmem._repository_support import check_limit, normalize_ttl
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.exceptions import RepositoryError
 from chatmem.messages import Message, MessageType
+from chatmem_repositories._deadline import Deadline, arm
 from chatmem_repositories.neo4j._config import driver_settings
 from chatmem_repositories.neo4j._cypher import Statements
 from chatmem_repositories.neo4j._errors import (
     DRIVER_ERRORS,
     RetryDelays,
+    may_have_sent,
     should_retry,
     translate_error,
 )
@@ -33,6 +35,7 @@ from chatmem_repositories.neo4j._records import (
     ttl_millis,
     unique_by_id,
 )
+from chatmem_repositories.neo4j._sockets import closer_of
 
 __all__ = ["AsyncNeo4jChatMemoryRepository"]
 
@@ -79,6 +82,9 @@ class AsyncNeo4jChatMemoryRepository:
         create_schema: Create the constraints and indexes on first use.
         retry_time: How long a statement is retried after transient errors (deadlocks, a
             lost connection) before the error is raised; seconds or a timedelta.
+        read_timeout: How long one statement may wait for the server's answer before its
+            connection is closed and a timeout raised; seconds, a timedelta, or ``None`` to
+            rely on the driver (which waits until the server's keep-alive hint, if any).
     """
 
     def __init__(
@@ -90,6 +96,7 @@ class AsyncNeo4jChatMemoryRepository:
         ttl: timedelta | float | None = None,
         create_schema: bool = True,
         retry_time: timedelta | float = 10.0,
+        read_timeout: timedelta | float | None = 30.0,
     ) -> None:
         self._statements = Statements.for_prefix(label_prefix)
         self._driver = driver
@@ -99,6 +106,9 @@ class AsyncNeo4jChatMemoryRepository:
         self._schema_lock = AsyncLock()
         self._retry_seconds = (
             retry_time.total_seconds() if isinstance(retry_time, timedelta) else float(retry_time)
+        )
+        self._read_timeout = (
+            read_timeout.total_seconds() if isinstance(read_timeout, timedelta) else read_timeout
         )
         self._owns_driver = False
         self._description = f"database={database!r}, label_prefix={label_prefix!r}"
@@ -126,6 +136,7 @@ class AsyncNeo4jChatMemoryRepository:
             ttl=parsed.ttl,
             create_schema=parsed.create_schema,
             retry_time=parsed.max_transaction_retry_time,
+            read_timeout=parsed.read_timeout,
         )
         repository._owns_driver = True
         repository._description = f"url={settings.redacted_url!r}, " + repository._description
@@ -171,15 +182,33 @@ class AsyncNeo4jChatMemoryRepository:
         # stored ids), so transient failures are retried here as execute_write would.
         await self._ensure_schema()
         retry = RetryDelays(self._retry_seconds)
+        # A write whose connection failed after it was sent may have committed; that stays
+        # true even if a later attempt cannot connect at all.
+        maybe_applied = False
         while True:
+            deadline: Deadline | None = None
             try:
                 async with self._driver.session(**self._session_config(write)) as session:
-                    result = await session.run(query, params)
-                    return [list(record.values()) async for record in result]
+                    if self._read_timeout is not None:
+                        deadline = arm(self._read_timeout, closer_of(session))
+                    try:
+                        result = await session.run(query, params)
+                        return [list(record.values()) async for record in result]
+                    finally:
+                        if deadline is not None:
+                            deadline.cancel()
             except DRIVER_ERRORS as exc:
-                delay = retry.next_delay() if should_retry(exc) else None
+                timed_out = deadline is not None and deadline.expired
+                maybe_applied = maybe_applied or (write and (timed_out or may_have_sent(exc)))
+                # No answer in time: another attempt would most likely wait as long again.
+                delay = retry.next_delay() if should_retry(exc) and not timed_out else None
                 if delay is None:
-                    raise translate_error(exc, action) from exc
+                    raise translate_error(
+                        exc,
+                        action,
+                        unknown=maybe_applied,
+                        timeout=self._read_timeout if timed_out else None,
+                    ) from exc
             await async_sleep(delay)
 
     async def _write(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
