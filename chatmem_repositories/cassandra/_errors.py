@@ -15,14 +15,16 @@ from cassandra import (
     WriteTimeout,
 )
 from cassandra.cluster import NoHostAvailable
-from cassandra.connection import ConnectionException
+from cassandra.connection import ConnectionBusy, ConnectionException
 from cassandra.policies import WriteType
 
 from chatmem.exceptions import (
     ChatMemError,
     RepositoryConnectionError,
     RepositoryError,
+    RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
+    RepositoryWriteTimeoutError,
 )
 
 __all__ = ["BACKEND", "driver_errors", "is_paxos_contention", "translate"]
@@ -53,23 +55,57 @@ def is_paxos_contention(exc: BaseException) -> bool:
     return isinstance(cause, WriteTimeout) and cause.write_type == WriteType.CAS
 
 
-def translate(exc: BaseException) -> BaseException:
-    """Return the chatmem error for a driver error (other exceptions are returned as is)."""
+# What the driver says about a request it never sent: the connection was already unusable,
+# the pool or host was gone, or no connection could be opened.
+_NOT_SENT = ("is defunct", "is closed", "already closed", "Pool is shutdown", "marked down")
+
+
+def _may_have_sent(exc: BaseException) -> bool:
+    """Tell whether a failed request may have reached a coordinator."""
+    if isinstance(exc, NoHostAvailable):
+        return any(_may_have_sent(error) for error in (exc.errors or {}).values())
+    if isinstance(exc, OperationTimedOut | WriteTimeout):
+        return True  # sent, and no answer (client side) or no quorum in time (server side)
+    if isinstance(exc, ConnectionBusy | UnresolvableContactPoints | OSError):
+        return False
+    # The driver fails the requests in flight on a connection that breaks with the
+    # connection's error; one it refuses to send says so (_NOT_SENT).
+    return isinstance(exc, ConnectionException) and not any(t in str(exc) for t in _NOT_SENT)
+
+
+def translate(exc: BaseException, *, write: bool = False) -> BaseException:
+    """Return the chatmem error for a driver error (other exceptions are returned as is).
+
+    Args:
+        exc: What the driver raised.
+        write: The request was a write. If it may have reached a coordinator before the
+            failure, a timeout becomes :class:`~chatmem.exceptions.RepositoryWriteTimeoutError`
+            and a lost connection :class:`~chatmem.exceptions.RepositoryOutcomeUnknownError`.
+    """
     if isinstance(exc, ChatMemError):
         return exc
     for classes, error, text in _TABLE:
         if isinstance(exc, classes):
-            return error(f"{text}: {type(exc).__name__}: {exc}", backend=BACKEND)
+            message = f"{text}: {type(exc).__name__}: {exc}"
+            if write and error is not RepositoryError and _may_have_sent(exc):
+                unknown = error is RepositoryTimeoutError or isinstance(exc, WriteTimeout)
+                kind = RepositoryWriteTimeoutError if unknown else RepositoryOutcomeUnknownError
+                return kind(f"{message}; the write may have been applied", backend=BACKEND)
+            return error(message, backend=BACKEND)
     return exc
 
 
 @contextmanager
-def driver_errors() -> Iterator[None]:
-    """Re-raise driver errors raised in the block as chatmem errors (``from`` the original)."""
+def driver_errors(*, write: bool = False) -> Iterator[None]:
+    """Re-raise driver errors raised in the block as chatmem errors (``from`` the original).
+
+    Args:
+        write: The block sends a write (see :func:`translate`).
+    """
     try:
         yield
     except Exception as exc:
-        mapped = translate(exc)
+        mapped = translate(exc, write=write)
         if mapped is exc:
             raise
         raise mapped from exc
