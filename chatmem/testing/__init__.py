@@ -9,25 +9,42 @@ Third-party backends run the same suite as the built-in ones::
         def repository_factory(self):
             return lambda **options: MyRepository(url, **options)
 
-The suite needs pytest (and pytest-asyncio for the async variant); it is imported on first
-use, so the scripted model and the test server work without pytest installed.
+The concurrent history checker runs there too: inherit
+:class:`HistoryCheckerConformance` as well, with the same fixture. Workers make seeded random
+concurrent calls, every call is recorded with its interval and outcome, and
+:func:`check_history` proves from the history that no acknowledged append was lost, no batch
+was torn, no message duplicated or reordered, and no read saw the future. A failure names the
+seed; ``CHATMEM_CHECKER_SEED`` replays the schedule (see docs/testing.md).
+
+The suites need pytest (and pytest-asyncio for the async variant); they are imported on first
+use, so the scripted model, the history checker and the test server work without pytest.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from chatmem.testing._async.history_checker import AsyncHistoryChecker
 from chatmem.testing._async.scripted import AsyncScriptedChatModel, ScriptedReply
+from chatmem.testing._checker import Anomaly, find_anomalies
+from chatmem.testing._history import History, HistoryReport, Operation, Outcome
+from chatmem.testing._report import HistoryCheckError, check_history
 from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_message, tool_turn
+from chatmem.testing._schedule import CheckerSettings
+from chatmem.testing._sync.history_checker import HistoryChecker
 from chatmem.testing._sync.scripted import ScriptedChatModel
 from chatmem.testing.openai_server import OpenAITestServer, ScriptedCompletion
 
 if TYPE_CHECKING:
     from chatmem.testing._async.conformance import AsyncRepositoryConformance
+    from chatmem.testing._async.history_conformance import AsyncHistoryCheckerConformance
     from chatmem.testing._sync.conformance import RepositoryConformance
+    from chatmem.testing._sync.history_conformance import HistoryCheckerConformance
 
 # Names whose modules import pytest: loaded on first access only.
 _NEEDS_PYTEST = {
     "AsyncRepositoryConformance": "chatmem.testing._async.conformance",
     "RepositoryConformance": "chatmem.testing._sync.conformance",
+    "AsyncHistoryCheckerConformance": "chatmem.testing._async.history_conformance",
+    "HistoryCheckerConformance": "chatmem.testing._sync.history_conformance",
 }
 
 
@@ -42,13 +59,26 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "HOSTILE_CONVERSATION_IDS",
+    "Anomaly",
+    "AsyncHistoryChecker",
+    "AsyncHistoryCheckerConformance",
     "AsyncRepositoryConformance",
     "AsyncScriptedChatModel",
+    "CheckerSettings",
+    "History",
+    "HistoryCheckError",
+    "HistoryChecker",
+    "HistoryCheckerConformance",
+    "HistoryReport",
     "OpenAITestServer",
+    "Operation",
+    "Outcome",
     "RepositoryConformance",
     "ScriptedChatModel",
     "ScriptedCompletion",
     "ScriptedReply",
+    "check_history",
     "every_kind_of_message",
+    "find_anomalies",
     "tool_turn",
 ]
