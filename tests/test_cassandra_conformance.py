@@ -9,7 +9,12 @@ import pytest
 from cassandra.cluster import Cluster, Session
 
 from chatmem._records import Position
-from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+from chatmem.testing import (
+    AsyncHistoryCheckerConformance,
+    AsyncRepositoryConformance,
+    HistoryCheckerConformance,
+    RepositoryConformance,
+)
 from chatmem_repositories.cassandra import (
     AsyncCassandraChatMemoryRepository,
     CassandraChatMemoryRepository,
@@ -49,7 +54,14 @@ def corrupt(session: Session, conversation_id: str, position: Position) -> None:
     )
 
 
-class TestCassandraAsync(AsyncRepositoryConformance):
+# Cassandra expires whole seconds: with a 1 s ttl a conversation lives 1 to 2 s after its
+# last append, so the history checker idles longer between cycles to see every one expire.
+_EXPIRY_PAUSE = 2.1
+
+
+class TestCassandraAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+    checker_expiry_pause = _EXPIRY_PAUSE
+
     @pytest.fixture
     def repository_factory(
         self, url: str, raw_session: Session
@@ -69,7 +81,9 @@ class TestCassandraAsync(AsyncRepositoryConformance):
         self._raw = raw_session
 
 
-class TestCassandraSync(RepositoryConformance):
+class TestCassandraSync(RepositoryConformance, HistoryCheckerConformance):
+    checker_expiry_pause = _EXPIRY_PAUSE
+
     @pytest.fixture
     def repository_factory(
         self, url: str, raw_session: Session

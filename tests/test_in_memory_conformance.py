@@ -4,10 +4,15 @@ from typing import Any
 import pytest
 
 from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
-from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+from chatmem.testing import (
+    AsyncHistoryCheckerConformance,
+    AsyncRepositoryConformance,
+    HistoryCheckerConformance,
+    RepositoryConformance,
+)
 
 
-class TestInMemoryAsync(AsyncRepositoryConformance):
+class TestInMemoryAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
     @pytest.fixture
     def repository_factory(self) -> Callable[..., Awaitable[AsyncInMemoryChatMemoryRepository]]:
         async def factory(**options: Any) -> AsyncInMemoryChatMemoryRepository:
@@ -16,7 +21,7 @@ class TestInMemoryAsync(AsyncRepositoryConformance):
         return factory
 
 
-class TestInMemorySync(RepositoryConformance):
+class TestInMemorySync(RepositoryConformance, HistoryCheckerConformance):
     @pytest.fixture
     def repository_factory(self) -> Callable[..., InMemoryChatMemoryRepository]:
         return InMemoryChatMemoryRepository

@@ -10,7 +10,12 @@ import pytest
 from pymongo import MongoClient
 
 from chatmem._records import Position
-from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+from chatmem.testing import (
+    AsyncHistoryCheckerConformance,
+    AsyncRepositoryConformance,
+    HistoryCheckerConformance,
+    RepositoryConformance,
+)
 from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
 from tests.conftest import server_url
 
@@ -46,7 +51,7 @@ def _corrupt(repository: Any, conversation_id: str, position: Position) -> Any:
     )
 
 
-class TestMongoAsync(AsyncRepositoryConformance):
+class TestMongoAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
     @pytest.fixture
     async def repository_factory(
         self, mongodb_url: str, prefix: str
@@ -65,7 +70,7 @@ class TestMongoAsync(AsyncRepositoryConformance):
         assert result.modified_count == 1
 
 
-class TestMongoSync(RepositoryConformance):
+class TestMongoSync(RepositoryConformance, HistoryCheckerConformance):
     @pytest.fixture
     def repository_factory(
         self, mongodb_url: str, prefix: str

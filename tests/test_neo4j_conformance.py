@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from chatmem._records import Position
-from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+from chatmem.testing import (
+    AsyncHistoryCheckerConformance,
+    AsyncRepositoryConformance,
+    HistoryCheckerConformance,
+    RepositoryConformance,
+)
 from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
 from tests.conftest import server_url
 
@@ -25,7 +30,7 @@ _CORRUPT = "MATCH (m:Message {conversation_id: $cid, position: $position}) SET m
 _TTL_SECONDS = 2.0
 
 
-class TestNeo4jAsync(AsyncRepositoryConformance):
+class TestNeo4jAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
     ttl_seconds = _TTL_SECONDS
 
     @pytest.fixture
@@ -48,7 +53,7 @@ class TestNeo4jAsync(AsyncRepositoryConformance):
         assert summary.counters.properties_set == 1
 
 
-class TestNeo4jSync(RepositoryConformance):
+class TestNeo4jSync(RepositoryConformance, HistoryCheckerConformance):
     ttl_seconds = _TTL_SECONDS
 
     @pytest.fixture

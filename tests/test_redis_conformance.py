@@ -11,7 +11,12 @@ import redis
 import redis.asyncio
 
 from chatmem._records import Position
-from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+from chatmem.testing import (
+    AsyncHistoryCheckerConformance,
+    AsyncRepositoryConformance,
+    HistoryCheckerConformance,
+    RepositoryConformance,
+)
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from chatmem_repositories.redis._keys import KeyLayout
 from tests.conftest import server_url
@@ -38,7 +43,7 @@ def _msgs_key(conversation_id: str) -> str:
     return KeyLayout(PREFIX).conversation(conversation_id)[1]
 
 
-class TestRedisAsync(AsyncRepositoryConformance):
+class TestRedisAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
     @pytest.fixture
     def repository_factory(
         self, redis_url: str
@@ -54,7 +59,7 @@ class TestRedisAsync(AsyncRepositoryConformance):
         await repository._client.hset(_msgs_key(conversation_id), str(position), b"\xff{not json")
 
 
-class TestRedisSync(RepositoryConformance):
+class TestRedisSync(RepositoryConformance, HistoryCheckerConformance):
     @pytest.fixture
     def repository_factory(self, redis_url: str) -> Callable[..., RedisChatMemoryRepository]:
         def factory(**options: Any) -> RedisChatMemoryRepository:
