@@ -10,7 +10,12 @@ from sqlalchemy import event, update
 from sqlalchemy.engine import ExceptionContext
 
 from chatmem._records import Position
-from chatmem.testing import AsyncRepositoryConformance, RepositoryConformance
+from chatmem.testing import (
+    AsyncHistoryCheckerConformance,
+    AsyncRepositoryConformance,
+    HistoryCheckerConformance,
+    RepositoryConformance,
+)
 from chatmem_repositories.sql import AsyncSqlChatMemoryRepository, SqlChatMemoryRepository
 from chatmem_repositories.sql._drivers import core_engine
 from chatmem_repositories.sql._errors import is_retryable
@@ -63,7 +68,7 @@ def _corrupt_statement(repository: Any, conversation_id: str, position: Position
     )
 
 
-class TestSqlAsync(AsyncRepositoryConformance):
+class TestSqlAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
     @pytest.fixture
     def repository_factory(
         self, sql_url: str
@@ -84,7 +89,7 @@ class TestSqlAsync(AsyncRepositoryConformance):
             await connection.execute(_corrupt_statement(repository, conversation_id, position))
 
 
-class TestSqlSync(RepositoryConformance):
+class TestSqlSync(RepositoryConformance, HistoryCheckerConformance):
     @pytest.fixture
     def repository_factory(self, sql_url: str) -> Callable[..., SqlChatMemoryRepository]:
         def factory(**options: Any) -> SqlChatMemoryRepository:
