@@ -7,6 +7,7 @@ The async source imports ``AsyncEngine``, ``AsyncConnection``, ``async_create_en
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Collection
 from datetime import timedelta
@@ -188,13 +189,19 @@ def core_engine(engine: Engine | AsyncEngine) -> Engine:
     return engine.sync_engine if isinstance(engine, AsyncEngine) else engine
 
 
-def prepare_owned_engine(engine: Engine | AsyncEngine, *, read_timeout: timedelta) -> None:
+def prepare_owned_engine(
+    engine: Engine | AsyncEngine,
+    *,
+    read_timeout: timedelta,
+    connect_timeout: timedelta = timedelta(seconds=10),
+) -> None:
     """Tune an engine the repository created itself (never one it was handed).
 
     Args:
         engine: The new engine.
         read_timeout: Bound on each statement's and commit's answer (see
             :func:`install_deadlines`).
+        connect_timeout: Bound on opening a connection, handshake included.
     """
     sync = core_engine(engine)
     if sync.dialect.name == "sqlite":
@@ -202,6 +209,24 @@ def prepare_owned_engine(engine: Engine | AsyncEngine, *, read_timeout: timedelt
     socket_of = _SOCKETS.get(sync.dialect.driver)
     if socket_of is not None:
         install_deadlines(sync, read_timeout.total_seconds(), socket_of)
+    if sync.dialect.driver == "aiomysql":
+        _bound_aiomysql_connect(sync, connect_timeout.total_seconds())
+
+
+def _bound_aiomysql_connect(engine: Engine, seconds: float) -> None:
+    # aiomysql's connect_timeout bounds only the TCP connection; reading the server's
+    # greeting and authenticating wait forever on a server that accepts and never answers.
+    # SQLAlchemy passes the driver's connect function as async_creator_fn (the mechanism of
+    # create_async_engine's async_creator); this one bounds the whole handshake.
+    import aiomysql
+
+    async def connect(*args: Any, **kwargs: Any) -> Any:
+        return await asyncio.wait_for(aiomysql.connect(*args, **kwargs), seconds)
+
+    def bounded(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+        cparams.setdefault("async_creator_fn", connect)
+
+    event.listen(engine, "do_connect", bounded)
 
 
 def _psycopg_socket(driver_connection: Any) -> int | None:

@@ -154,7 +154,9 @@ class AsyncSqlChatMemoryRepository:
                 f"{sa_url.drivername!r}: pip install the matching chatmem extra, such as "
                 f'"chatmem[postgresql]", "chatmem[mysql]" or "chatmem[sqlite]"'
             ) from exc
-        prepare_owned_engine(engine, read_timeout=parsed.read_timeout)
+        prepare_owned_engine(
+            engine, read_timeout=parsed.read_timeout, connect_timeout=parsed.connect_timeout
+        )
         repository = cls(
             engine,
             ttl=parsed.ttl,
