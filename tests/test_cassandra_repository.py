@@ -234,6 +234,25 @@ def test_round_trips_when_another_writer_appended(session: Session) -> None:
         other.close()
 
 
+def test_round_trips_of_deletes(session: Session) -> None:
+    repository = CassandraChatMemoryRepository(session, keyspace="chatmem_test")
+    conversation = cid()
+    repository.append(conversation, [UserMessage("a"), UserMessage("b")])
+    counter = Counter(session)
+    try:
+        # The count, then one conditional batch.
+        assert counter.measure(lambda: repository.delete_before(conversation, 2)) == 2
+        assert counter.measure(lambda: repository.delete_before(conversation, 2)) == 1  # none
+        # One conditional batch, with the listing rows sent at the same time: one round.
+        assert counter.measure(lambda: repository.save_all(conversation, [UserMessage("x")])) == 2
+        assert counter.measure(lambda: repository.delete_by_conversation_id(conversation)) == 2
+        assert repository.find_by_conversation_id(conversation) == []
+    finally:
+        counter.remove()
+        repository.delete_by_conversation_id(conversation)
+        repository.close()
+
+
 def test_round_trips_with_ttl(session: Session) -> None:
     repository = CassandraChatMemoryRepository(session, keyspace="chatmem_test", ttl=3600)
     conversation = cid()
@@ -245,6 +264,8 @@ def test_round_trips_with_ttl(session: Session) -> None:
         # Every later append is one round (the batch and the listing rows, sent together).
         assert counter.measure(lambda: repository.append(conversation, [UserMessage("b")])) == 2
         assert counter.measure(lambda: repository.find_window(conversation, 20)) == 1
+        # The batch's condition tells whether the conversation is alive: no read for it.
+        assert counter.measure(lambda: repository.delete_before(conversation, 2)) == 2
     finally:
         counter.remove()
         repository.delete_by_conversation_id(conversation)
@@ -345,8 +366,12 @@ async def test_ttl_async_revives_an_expired_conversation(session: Session) -> No
 # -- order across writers whose clocks differ ------------------------------------------------
 
 # A writer in a process of its own: it connects, says "ready", then for each line read from
-# stdin, ["conversation id", "text", count], appends count messages one at a time ("text" for
-# one, "text:0", "text:1", ... for more) and answers with the positions they got.
+# stdin, [action, "conversation id", argument], calls the repository and answers with JSON:
+# - "append", ["text", count]: appends count messages one at a time ("text" for one,
+#   "text:0", "text:1", ... for more) and answers with the positions they got;
+# - "delete", null: delete_by_conversation_id;
+# - "save_all", ["text", ...]: replaces the conversation with user messages;
+# - "delete_before", position: answers with the count delete_before returns.
 _WRITER = """
 import asyncio, json, sys
 from chatmem import UserMessage
@@ -367,12 +392,20 @@ def run_sync():
         repository.find_recent("warm-up", 1)
         print(json.dumps("ready"), flush=True)
         for line in sys.stdin:
-            conversation_id, text, count = json.loads(line)
-            positions = []
-            for one in texts(text, count):
-                stored = repository.append(conversation_id, [UserMessage(one)])
-                positions += [s.position for s in stored]
-            print(json.dumps(positions), flush=True)
+            action, conversation_id, argument = json.loads(line)
+            answer = None
+            if action == "append":
+                answer = []
+                for one in texts(*argument):
+                    stored = repository.append(conversation_id, [UserMessage(one)])
+                    answer += [s.position for s in stored]
+            elif action == "delete":
+                repository.delete_by_conversation_id(conversation_id)
+            elif action == "save_all":
+                repository.save_all(conversation_id, [UserMessage(t) for t in argument])
+            else:
+                answer = repository.delete_before(conversation_id, argument)
+            print(json.dumps(answer), flush=True)
 
 
 async def run_async():
@@ -380,12 +413,20 @@ async def run_async():
         await repository.find_recent("warm-up", 1)
         print(json.dumps("ready"), flush=True)
         for line in sys.stdin:
-            conversation_id, text, count = json.loads(line)
-            positions = []
-            for one in texts(text, count):
-                stored = await repository.append(conversation_id, [UserMessage(one)])
-                positions += [s.position for s in stored]
-            print(json.dumps(positions), flush=True)
+            action, conversation_id, argument = json.loads(line)
+            answer = None
+            if action == "append":
+                answer = []
+                for one in texts(*argument):
+                    stored = await repository.append(conversation_id, [UserMessage(one)])
+                    answer += [s.position for s in stored]
+            elif action == "delete":
+                await repository.delete_by_conversation_id(conversation_id)
+            elif action == "save_all":
+                await repository.save_all(conversation_id, [UserMessage(t) for t in argument])
+            else:
+                answer = await repository.delete_before(conversation_id, argument)
+            print(json.dumps(answer), flush=True)
 
 
 run_sync() if flavour == "sync" else asyncio.run(run_async())
@@ -416,9 +457,17 @@ class Writer:
         )
 
     def send(self, conversation_id: str, text: str, count: int = 1) -> None:
+        self.request("append", conversation_id, [text, count])
+
+    def request(self, action: str, conversation_id: str, argument: Any = None) -> None:
         assert self._process.stdin is not None
-        self._process.stdin.write(json.dumps([conversation_id, text, count]) + "\n")
+        self._process.stdin.write(json.dumps([action, conversation_id, argument]) + "\n")
         self._process.stdin.flush()
+
+    def call(self, action: str, conversation_id: str, argument: Any = None) -> Any:
+        """Make the writer call the repository and return its answer."""
+        self.request(action, conversation_id, argument)
+        return self.receive()
 
     def receive(self) -> Any:
         assert self._process.stdout is not None
@@ -529,6 +578,73 @@ def test_concurrent_writer_processes_with_skewed_clocks_lose_nothing(url: str) -
             s.position for s in history
         ]
         repository.delete_by_conversation_id(conversation)
+
+
+# -- deletes by processes whose clocks differ -------------------------------------------------
+#
+# Each delete below is acknowledged before the next call starts, so the order is the real one:
+# a delete must remove every message appended before it and none appended after it, whatever
+# the clock of the process that deleted says.
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_deleter_whose_clock_is_ahead_removes_no_later_append(url: str, flavour: str) -> None:
+    deleted, replaced, trimmed = cid(), cid(), cid()
+    with (
+        CassandraChatMemoryRepository.from_url(url) as repository,
+        writers(url, ("+30s", flavour)) as (ahead,),
+    ):
+        for conversation in (deleted, replaced, trimmed):
+            repository.append(conversation, [UserMessage("a"), UserMessage("b")])
+        ahead.call("delete", deleted)
+        ahead.call("save_all", replaced, ["x"])
+        # A cutoff past the newest message: only the order of the delete keeps it from
+        # covering the positions appended after it.
+        assert ahead.call("delete_before", trimmed, 100) == 2
+        after = [
+            repository.append(conversation, [UserMessage("after")])[0].position
+            for conversation in (deleted, replaced, trimmed)
+        ]
+        assert after == [1, 2, 3]
+        assert _texts(repository.find_by_conversation_id(deleted)) == ["after"]
+        assert _texts(repository.find_by_conversation_id(replaced)) == ["x", "after"]
+        assert _texts(repository.find_by_conversation_id(trimmed)) == ["after"]
+        assert _texts(s.message for s in repository.find_window(replaced, 10)[1]) == [
+            "x",
+            "after",
+        ]
+        for conversation in (deleted, replaced, trimmed):
+            repository.delete_by_conversation_id(conversation)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_deleter_whose_clock_is_behind_removes_every_earlier_append(
+    url: str, flavour: str
+) -> None:
+    deleted, replaced, trimmed = cid(), cid(), cid()
+    with (
+        CassandraChatMemoryRepository.from_url(url) as repository,
+        writers(url, ("-30s", flavour)) as (behind,),
+    ):
+        for conversation in (deleted, replaced, trimmed):
+            repository.append(conversation, [UserMessage("a"), UserMessage("b")])
+            repository.append(conversation, [UserMessage("c")])
+        behind.call("delete", deleted)
+        behind.call("save_all", replaced, ["x"])
+        assert behind.call("delete_before", trimmed, 3) == 2
+        assert repository.find_by_conversation_id(deleted) == []
+        assert repository.find_window(deleted, 10) == (None, [])
+        assert _texts(repository.find_by_conversation_id(replaced)) == ["x"]
+        assert _texts(repository.find_by_conversation_id(trimmed)) == ["c"]
+        # The counters went with the deleted messages (or stayed, for delete_before).
+        after = [
+            repository.append(conversation, [UserMessage("d")])[0].position
+            for conversation in (deleted, replaced, trimmed)
+        ]
+        assert after == [1, 2, 4]
+        assert _texts(repository.find_by_conversation_id(replaced)) == ["x", "d"]
+        for conversation in (deleted, replaced, trimmed):
+            repository.delete_by_conversation_id(conversation)
 
 
 # -- faults ----------------------------------------------------------------------------------------

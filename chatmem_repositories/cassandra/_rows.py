@@ -41,16 +41,18 @@ def message_rows(
     first: int,
     expected: int | None,
     *,
-    conditional: bool,
+    replace: bool = False,
 ) -> list[Item]:
     """Return the statements that store messages at ``first``, ``first + 1``, and so on.
 
     They claim the ids, write the rows and the static columns (at least ``touched``) and
-    advance the counter to the position after the last message: with ``conditional``,
-    only if it still is ``expected`` and no id is claimed yet. The caller adds the liveness
-    cell when the repository has a TTL.
+    set the counter to the position after the last message. For an append, only if the
+    counter still is ``expected`` and no id is claimed yet. With ``replace`` (``save_all``,
+    whose batch also clears the partition) the claims are plain and the counter is set
+    whatever it was. Either way the batch is conditional, so Paxos orders it. The caller
+    adds the liveness cell when the repository has a TTL.
     """
-    claim = "claim" if conditional else "claim_plain"
+    claim = "claim_plain" if replace else "claim"
     positions = range(first, first + len(messages))
     items: list[Item] = []
     system: tuple[int, str] | None = None
@@ -80,10 +82,10 @@ def message_rows(
     else:
         items.append(("touch", (conversation_id,)))
     after = first + len(messages)
-    if conditional:
-        items.append(("advance", (after, conversation_id, expected)))
+    if replace:
+        items.append(("restart", (after, conversation_id)))
     else:
-        items.append(("advance_plain", (after, conversation_id)))
+        items.append(("advance", (after, conversation_id, expected)))
     return items
 
 

@@ -12,6 +12,14 @@ counter share a partition so an append is one conditional batch: the claims'
 ``IF NOT EXISTS``, the counter's ``IF next_position = ?`` and the message rows commit
 together or not at all.
 
+Every write to a conversation's partition goes through Paxos: appends, ``save_all`` and both
+deletes are conditional batches. Cassandra stamps the writes of a conditional batch with its
+Paxos ballot's timestamp (its deletions with one less), and ballots on a partition only grow,
+so a delete removes exactly what was written before it, whatever the client's clock says.
+CQL refuses ``IF`` on a partition or range ``DELETE``, so the deletes ride in a batch with a
+conditional statement on a static column (``forget``, ``restart``, ``mark``); the statements
+meant for such batches (``clear``, ``clear_before``) carry no timestamp of their own.
+
 The tables carry a layout version in their names (``messages_v2``, ``conversations_v2``):
 version 1 had TIMEUUID positions made from the writer's clock, in tables without the suffix,
 which this layout neither reads nor drops.
@@ -109,6 +117,10 @@ class Cql:
         )
         alive = f"UPDATE {m} USING TTL ? SET alive = true WHERE conversation_id = ?"
         advance = f"UPDATE {m} SET next_position = ? WHERE conversation_id = ?"
+        mark = f"UPDATE {m} SET touched = true WHERE conversation_id = ?"
+        # Positions are never negative, so this condition always holds: it is there to put
+        # the batch in the partition's Paxos order (CQL has no unconditional Paxos write).
+        always = " IF next_position != -1"
         columns = "position, type, data, alive, next_position"
         window = f"SELECT {columns} FROM {m} WHERE conversation_id = ? AND section = ?"
         return {
@@ -117,8 +129,14 @@ class Cql:
             "insert": insert,
             # The counter: appends advance it from the value they expect, save_all sets it.
             "advance": advance + " IF next_position = ?",
-            "advance_plain": advance,
-            "touch": f"UPDATE {m} SET touched = true WHERE conversation_id = ?",
+            "restart": advance + always,
+            # The conditions of the delete batches: forget the counter with the rest of the
+            # partition; or, for delete_before, keep it and mark the partition written, if
+            # the conversation (or, with a TTL, its current life) still exists.
+            "forget": f"DELETE next_position FROM {m} WHERE conversation_id = ?" + always,
+            "mark": mark + " IF next_position > 0",
+            "mark_live": mark + " IF alive = true",
+            "touch": mark,
             "owner": f"UPDATE {m} SET owner = ?, touched = true WHERE conversation_id = ?",
             "system": f"UPDATE {m} SET owner = ?, system_position = ?, system_data = ?,"
             " touched = true WHERE conversation_id = ?",
@@ -141,8 +159,11 @@ class Cql:
             f" alive, next_position FROM {m} WHERE conversation_id = ?",
             "count_before": f"SELECT COUNT(*) FROM {m} WHERE conversation_id = ?"
             " AND section = ? AND position < ?",
-            "delete_before": f"DELETE FROM {m} WHERE conversation_id = ? AND section = ?"
+            # Only in conditional batches, which give them the ballot's timestamp.
+            "clear": f"DELETE FROM {m} WHERE conversation_id = ?",
+            "clear_before": f"DELETE FROM {m} WHERE conversation_id = ? AND section = ?"
             " AND position < ?",
+            # An expired life's data, at the timestamp of its last write (a past ballot's).
             "drop": f"DELETE FROM {m} USING TIMESTAMP ? WHERE conversation_id = ?",
             "unlist": f"DELETE FROM {c} USING TIMESTAMP ? WHERE scope = ? AND bucket = ?"
             " AND conversation_id = ?",

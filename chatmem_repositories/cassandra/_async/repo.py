@@ -93,10 +93,12 @@ class AsyncCassandraChatMemoryRepository:
 
     Appends are one conditional batch (idempotent by message id) that takes its positions
     from a per-conversation counter under Paxos, so the order of messages is the order in
-    which Cassandra accepted them, never a clock's. The memory window and the current
-    system message (static columns) are one ``LIMIT`` query. With a ``ttl``, a
-    conversation lives while it is appended to and expires whole ``ttl`` after its last
-    append (see ``docs/backends/cassandra.md``). The connection is opened on first use.
+    which Cassandra accepted them, never a clock's. ``save_all`` and the deletes are
+    conditional batches too, so they remove exactly what was appended before them. The
+    memory window and the current system message (static columns) are one ``LIMIT``
+    query. With a ``ttl``, a conversation lives while it is appended to and expires whole
+    ``ttl`` after its last append (see ``docs/backends/cassandra.md``). The connection is
+    opened on first use.
 
     Example:
         ```python
@@ -178,9 +180,11 @@ class AsyncCassandraChatMemoryRepository:
         return [s.message for s in history]
 
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
-        """Replace a conversation's messages in one single-partition batch.
+        """Replace a conversation's messages in one conditional batch.
 
-        The new messages take positions from 1 and the counter restarts after them.
+        The batch clears the partition and writes the new messages at positions from 1, with
+        the counter after them. Paxos orders it with the appends, so it replaces exactly the
+        messages appended before it, whatever this process's clock says.
         """
         validate_conversation_id(conversation_id)
         if not messages:
@@ -189,31 +193,36 @@ class AsyncCassandraChatMemoryRepository:
         db = await self._ready()
         unique = unique_by_id(messages)
         owner = owner_of(conversation_id)
-        # The partition tombstone gets an older timestamp than the new rows, which take the
-        # batch's (later) timestamp from the same monotonic generator: they survive it.
-        items: list[tuple[str, Sequence[Any]]] = [("drop", (db.timestamp(), conversation_id))]
-        items += message_rows(
-            conversation_id, owner, unique, FIRST_POSITION, None, conditional=False
-        )
+        # Cassandra gives the partition deletion the ballot's timestamp minus one and the new
+        # rows the ballot's own, so the new rows survive it.
+        items: list[tuple[str, Sequence[Any]]] = [("clear", (conversation_id,))]
+        items += message_rows(conversation_id, owner, unique, FIRST_POSITION, None, replace=True)
         if self._ttl:
             items.append(("live_plain", (self._cell_ttl, conversation_id)))
         async with self._locks.hold(conversation_id):
             self._next.set(conversation_id, None)  # unknown until the batch is acknowledged
-            await db.execute_all([db.batch(items), self._listing(db, conversation_id)], write=True)
+            await self._in_order(db, items, self._listing(db, conversation_id))
             self._next.set(conversation_id, FIRST_POSITION + len(unique))
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
-        """Delete a conversation and its listing rows; unknown ids are ignored."""
+        """Delete a conversation and its listing rows; unknown ids are ignored.
+
+        The partition is deleted by a conditional batch, so Paxos orders the delete with the
+        appends: it removes every message appended before it and none appended after it,
+        whatever this process's clock says. The listing rows are deleted alongside.
+        """
         validate_conversation_id(conversation_id)
         db = await self._ready()
         timestamp = db.timestamp()
         bucket = listing_bucket(conversation_id, self._buckets)
-        items: list[tuple[str, Sequence[Any]]] = [("drop", (timestamp, conversation_id))]
-        for scope in {_scope(None), _scope(owner_of(conversation_id)), TRACKED}:
-            items.append(("unlist", (timestamp, scope, bucket, conversation_id)))
+        scopes = {_scope(None), _scope(owner_of(conversation_id)), TRACKED}
+        unlist = db.batch(
+            [("unlist", (timestamp, scope, bucket, conversation_id)) for scope in scopes]
+        )
+        items = [("clear", (conversation_id,)), ("forget", (conversation_id,))]
         async with self._locks.hold(conversation_id):
             self._next.set(conversation_id, None)
-            await db.execute(db.batch(items), write=True)
+            await self._in_order(db, items, unlist)
 
     # -- log capabilities ---------------------------------------------------------------------
 
@@ -259,10 +268,11 @@ class AsyncCassandraChatMemoryRepository:
                     backend=BACKEND,
                 )
             first = FIRST_POSITION if expected is None else expected
-            items = message_rows(conversation_id, owner, pending, first, expected, conditional=True)
+            items = message_rows(conversation_id, owner, pending, first, expected)
             if mode is not None:
                 items.append((mode, (self._cell_ttl, conversation_id)))
-            result = await self._send_append(db, conversation_id, items, attempt)
+            listing = self._listing(db, conversation_id)
+            result = await self._send_conditional(db, items, [listing], attempt)
             if result is None:
                 continue
             if result and result[0].get("[applied]"):
@@ -307,21 +317,48 @@ class AsyncCassandraChatMemoryRepository:
         if races > 1:
             await async_sleep(random.uniform(0, 0.0005 * 2 ** min(races, 7)))
 
-    async def _send_append(
-        self, db: AsyncSessionAdapter, conversation_id: str, items: Any, attempt: int
+    @staticmethod
+    async def _send_conditional(
+        db: AsyncSessionAdapter, items: Any, alongside: Sequence[Any], attempt: int
     ) -> list[Row] | None:
-        """Send one append batch with its listing rows; ``None`` if it lost a Paxos race."""
+        """Send a conditional batch and, at once, statements for other partitions.
+
+        Returns the batch's rows, or ``None`` if its Paxos round timed out because other
+        writers contended for the partition: whether it applied is then unknown, and the
+        caller sends it again (an append's id claims and the deletes' nature make that safe).
+        """
         try:
-            result, _ = await db.execute_all(
-                [db.batch(items), self._listing(db, conversation_id)], write=True
-            )
+            result, *_ = await db.execute_all([db.batch(items), *alongside], write=True)
         except RepositoryTimeoutError as exc:
             if not is_paxos_contention(exc):
                 raise
-            # Whether it applied is unknown; the id claims make re-sending it safe.
             await async_sleep(0.01 * min(1 + attempt, 10))
             return None
         return list(result)
+
+    async def _in_order(self, db: AsyncSessionAdapter, items: Any, *alongside: Any) -> list[Row]:
+        """Send a delete or a replacement as a conditional batch, so Paxos orders it.
+
+        Its writes take the Paxos ballot's timestamp, later than every write of the
+        conditional batches acknowledged before it, never the client's clock. Sending it
+        again after a contended round is safe: deleting or replacing twice leaves the same
+        state as once, and the call had not returned.
+
+        Raises:
+            RepositoryTimeoutError: If the partition stays contended for ``request_timeout``.
+        """
+        deadline = time.monotonic() + self._patience
+        for attempt in itertools.count():
+            result = await self._send_conditional(db, items, alongside, attempt)
+            if result is not None:
+                return result
+            if time.monotonic() > deadline:
+                raise RepositoryTimeoutError(
+                    f"Cassandra did not apply the write within {self._patience:g} s"
+                    f" ({attempt + 1} attempts): other writers kept contending for it",
+                    backend=BACKEND,
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def find_window(
         self, conversation_id: str, limit: int
@@ -437,19 +474,25 @@ class AsyncCassandraChatMemoryRepository:
         return await self._scan_forward(conversation_id, start, limit, keep)
 
     async def delete_before(self, conversation_id: str, position: Position) -> int:
-        """Delete non-system messages positioned before ``position`` (a range tombstone)."""
+        """Delete non-system messages positioned before ``position``.
+
+        Counts them, then deletes the range in a conditional batch that Paxos orders with
+        the appends, so messages appended after it stay even when ``position`` is past
+        the newest message, whatever this process's clock says. The batch applies only
+        while the conversation exists (with a TTL, while it is alive); otherwise nothing
+        is deleted and 0 is returned. The count is the one made just before the delete.
+        """
         validate_conversation_id(conversation_id)
         cutoff = parse_position(position)
         db = await self._ready()
-        if self._ttl and self._expired(
-            await db.execute(db.bind("current_system", (conversation_id,)))
-        ):
-            return 0  # an expired conversation has nothing left to delete
         rows = await db.execute(db.bind("count_before", (conversation_id, CHAT, cutoff)))
         count = int(rows[0]["count"]) if rows else 0
-        if count:
-            await db.execute(db.bind("delete_before", (conversation_id, CHAT, cutoff)), write=True)
-        return count
+        if not count:
+            return 0
+        exists = "mark_live" if self._ttl else "mark"
+        items = [("clear_before", (conversation_id, CHAT, cutoff)), (exists, (conversation_id,))]
+        result = await self._in_order(db, items)
+        return count if result and result[0].get("[applied]") else 0
 
     async def purge_expired(self) -> int:
         """Delete the data of conversations whose TTL has passed.
