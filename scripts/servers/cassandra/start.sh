@@ -9,6 +9,11 @@
 #   CHATMEM_CASSANDRA_STORAGE_PORT  internode port, bound on 127.0.0.1 (7000)
 #   CHATMEM_CASSANDRA_HEAP          max heap (1G)
 #   CHATMEM_CASSANDRA_TIMEOUT       seconds to wait for CQL (300)
+#   CHATMEM_CASSANDRA_DURABLE=1     an acknowledged write survives a crash of the
+#                                   server: commit log synced before the reply, schema
+#                                   flushed, fsync on (slower; for durability tests)
+#   CHATMEM_KEEP_DATA=1             reuse the data of the previous run (a restart after
+#                                   a crash) instead of starting fresh
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -131,8 +136,19 @@ lib=$home/lib
 jamm=$(compgen -G "$lib/jamm-*.jar" | head -n 1) || fail "no jamm jar in $lib"
 
 # 2) Fresh data and config on every real start: tests must not see old state.
-rm -rf "$run"
+#    With CHATMEM_KEEP_DATA=1 the data stays and only the config is written again.
+if [[ ${CHATMEM_KEEP_DATA:-0} != 1 || ! -d $run/data ]]; then
+  rm -rf "$run"
+fi
 mkdir -p "$run"/{conf,data,commitlog,saved_caches,hints,cdc_raw,logs,tmp,triggers}
+
+# periodic: a write is acknowledged before its commit-log section is marked, so a
+# crash loses up to the last ~100 ms. batch syncs first (and refuses a sync period).
+if [[ ${CHATMEM_CASSANDRA_DURABLE:-0} == 1 ]]; then
+  commitlog_sync='commitlog_sync: batch'
+else
+  commitlog_sync=$'commitlog_sync: periodic\ncommitlog_sync_period: 10000ms'
+fi
 
 # Only what must be set or differs from the built-in defaults; an unknown
 # key aborts startup, so keep this list short. Nothing here turns off SAI or the
@@ -159,8 +175,7 @@ commitlog_directory: $run/commitlog
 saved_caches_directory: $run/saved_caches
 hints_directory: $run/hints
 cdc_raw_directory: $run/cdc_raw
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
+$commitlog_sync
 commitlog_segment_size: 8MiB
 # No snapshot on TRUNCATE / DROP: test cleanup is frequent and the data is throwaway.
 auto_snapshot: false
@@ -227,17 +242,21 @@ jvm_opts=(
   -Dcassandra-foreground=true
   # Native libraries (JNA, lz4, snappy, zstd) unpack here, not in a shared /tmp.
   "-Djava.io.tmpdir=$run/tmp"
-  # Test speed: a single node has no gossip to wait for; no fsync of data or
-  # system tables (much faster DDL); no delay before role setup.
+  # Test speed: a single node has no gossip to wait for; no delay before role setup.
   -Dcassandra.skip_wait_for_gossip_to_settle=0
   -Dcassandra.ring_delay_ms=0
-  -Dcassandra.unsafesystem=true
-  -Dcassandra.skip_sync=true
   -Dcassandra.superuser_setup_delay_ms=0
   # Faster stop: no peers to tell about the shutdown, no messaging to drain.
   -Dcassandra.shutdown_announce_in_ms=0
   -Dcassandra.test.messagingService.nonGracefulShutdown=true
 )
+
+# No fsync, and schema changes not flushed to disk (much faster DDL). Not durable:
+# after a crash the tables created since the last flush are gone, and the commit
+# log's writes to them are skipped on replay.
+if [[ ${CHATMEM_CASSANDRA_DURABLE:-0} != 1 ]]; then
+  jvm_opts+=(-Dcassandra.unsafesystem=true -Dcassandra.skip_sync=true)
+fi
 
 # 3) Launch detached. fd 9 (the lock) is closed for the server, or it would
 #    hold the lock for its whole life.

@@ -10,6 +10,8 @@
 #   CHATMEM_NEO4J_HEAP        max heap (768m)
 #   CHATMEM_NEO4J_PAGECACHE   page cache in MiB (64)
 #   CHATMEM_NEO4J_TIMEOUT     seconds to wait for Bolt (180)
+#   CHATMEM_KEEP_DATA=1       reuse the data of the previous run (a restart after a
+#                             crash) instead of starting fresh
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -141,7 +143,11 @@ if [[ ! -f $classes/Neo4jLauncher.class ]]; then
 fi
 
 # 3) Fresh data on every real start: tests must not see old state.
-rm -rf "$run"
+#    With CHATMEM_KEEP_DATA=1 the databases stay; Neo4j recovers them from its
+#    transaction logs if the last run did not shut down cleanly.
+if [[ ${CHATMEM_KEEP_DATA:-0} != 1 || ! -d $run/data ]]; then
+  rm -rf "$run"
+fi
 mkdir -p "$run/tmp"
 
 jvm_opts=(
