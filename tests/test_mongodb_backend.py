@@ -1,12 +1,15 @@
-"""MongoDB-specific behaviour on FerretDB 1.24: options, TTL, round trips, a stopped server."""
+"""MongoDB-specific behaviour on FerretDB 1.24: options, TTL and purges, round trips, faults."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from chatmem import MessageWindowChatMemory
 from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
 from chatmem.messages import AssistantMessage, SystemMessage, UserMessage
 from chatmem_repositories import create_repository
-from chatmem_repositories.mongodb import MongoChatMemoryRepository
+from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
 from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("mongodb")
@@ -109,6 +112,121 @@ def test_two_second_ttl_removes_everything(url: str, prefix: str) -> None:
         assert repository.purge_expired() == 1
         assert repository._messages.count_documents({"conversation_id": cid}) == 0
         assert repository._conversations.count_documents({"_id": cid}) == 0
+
+
+REVIVED = 30  # conversations revived while purges run; each race is a chance to lose one
+REVIVERS = 4
+
+
+def _expire_conversations(url: str, prefix: str) -> list[str]:
+    # Written with a 1-second TTL; the tests revive them through a long-TTL repository on the
+    # same collections, so the revived conversations cannot expire again before the checks.
+    cids = [f"revive-{i}-{uuid.uuid4().hex[:8]}" for i in range(REVIVED)]
+    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=1) as short:
+        for cid in cids:
+            short.append(cid, [UserMessage("old")])
+    time.sleep(1.5)  # every conversation has expired; none is purged yet
+    return cids
+
+
+def test_append_reviving_an_expired_conversation_survives_concurrent_purges(
+    url: str, prefix: str
+) -> None:
+    cids = _expire_conversations(url, prefix)
+    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def purge() -> None:
+            try:
+                while not stop.is_set():
+                    repository.purge_expired()
+            except BaseException as exc:  # reported by the main thread
+                errors.append(exc)
+
+        purgers = [threading.Thread(target=purge) for _ in range(2)]
+        for thread in purgers:
+            thread.start()
+
+        def revive(cid: str) -> list[str | None]:
+            repository.append(cid, [UserMessage("again")])
+            return [m.text for m in repository.find_by_conversation_id(cid)]  # type: ignore[union-attr]
+
+        try:
+            # Several revivers at once, so more appends land inside a purge's first pass.
+            with ThreadPoolExecutor(REVIVERS) as pool:
+                during = dict(zip(cids, pool.map(revive, cids), strict=True))
+        finally:
+            stop.set()
+            for thread in purgers:
+                thread.join()
+        assert errors == []
+        after = {cid: [m.text for m in repository.find_by_conversation_id(cid)] for cid in cids}  # type: ignore[union-attr]
+        assert {cid: t for cid, t in during.items() if t != ["again"]} == {}
+        assert {cid: t for cid, t in after.items() if t != ["again"]} == {}
+        assert repository.purge_expired() == 0
+        assert repository._messages.count_documents({"text": "old"}) == 0
+
+
+async def test_async_append_reviving_an_expired_conversation_survives_concurrent_purges(
+    url: str, prefix: str
+) -> None:
+    cids = _expire_conversations(url, prefix)
+    async with AsyncMongoChatMemoryRepository.from_url(
+        url, collection_prefix=prefix, ttl=60
+    ) as repository:
+        stop = asyncio.Event()
+
+        async def purge() -> None:
+            while not stop.is_set():
+                await repository.purge_expired()
+
+        async def texts(cid: str) -> list[str | None]:
+            return [m.text for m in await repository.find_by_conversation_id(cid)]  # type: ignore[union-attr]
+
+        async def revive(cid: str) -> list[str | None]:
+            await repository.append(cid, [UserMessage("again")])
+            return await texts(cid)
+
+        purgers = [asyncio.create_task(purge()) for _ in range(2)]
+        try:
+            reviving = asyncio.Semaphore(REVIVERS)
+
+            async def revive_one(cid: str) -> list[str | None]:
+                async with reviving:
+                    return await revive(cid)
+
+            revived = await asyncio.gather(*(revive_one(cid) for cid in cids))
+            during = dict(zip(cids, revived, strict=True))
+        finally:
+            stop.set()
+            await asyncio.gather(*purgers)
+        after = {cid: await texts(cid) for cid in cids}
+        assert {cid: t for cid, t in during.items() if t != ["again"]} == {}
+        assert {cid: t for cid, t in after.items() if t != ["again"]} == {}
+        assert await repository.purge_expired() == 0
+        assert await repository._messages.count_documents({"text": "old"}) == 0
+
+
+def test_live_messages_outlive_their_deleted_conversation_document(url: str, prefix: str) -> None:
+    # FerretDB deletes by _id what a conditional delete's earlier read matched, so a purge can
+    # delete the document of a conversation revived an instant after it read it as expired.
+    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+        cid = f"orphaned-{uuid.uuid4()}"
+
+        def texts() -> list[str | None]:
+            return [m.text for m in repository.find_by_conversation_id(cid)]  # type: ignore[union-attr]
+
+        repository.append(cid, [UserMessage("again")])
+        repository._conversations.delete_one({"_id": cid})  # what the late delete does
+        assert texts() == ["again"]
+        assert [s.message.text for s in repository.find_recent(cid, 5)] == ["again"]  # type: ignore[union-attr]
+        repository.append(cid, [UserMessage("next")])  # re-creates the document, keeps "again"
+        assert texts() == ["again", "next"]
+        assert cid in repository.find_conversation_ids()
+        repository._conversations.delete_one({"_id": cid})
+        repository.save_all(cid, [UserMessage("replaced")])  # a replacement keeps nothing
+        assert texts() == ["replaced"]
 
 
 def test_round_trips_per_append_and_read(url: str, prefix: str) -> None:

@@ -4,12 +4,15 @@ Two collections:
 
 ``<prefix>messages``: one document per message::
 
-    {conversation_id, gen, position, message_id, type, created_us, text, data}
+    {conversation_id, gen, position, message_id, type, created_us, text, data, expires_at}
 
 ``data`` is the message encoded by :func:`chatmem.messages.encode_message` (the JSON text is
 the record of truth); the other fields exist for queries. ``created_us`` is microseconds since
 the epoch, exact where a BSON date would round to milliseconds. ``text`` is the searchable
 text. ``gen`` names the life of the conversation the message belongs to (see below).
+``expires_at`` (only with a TTL) is the expiry the append that wrote the message set on the
+conversation: it tells messages written since a conversation expired from the dead ones even
+when the conversation document is gone (see :func:`live` and :func:`dead`).
 
 ``<prefix>conversations``: one document per conversation::
 
@@ -24,7 +27,14 @@ position taken moves on past the newest stored one. The current system message i
 rather than kept in the conversation document by a conditional update, which FerretDB could
 apply out of order. ``gen`` is set once when the document is created; messages left behind by
 a previous life of the same id (after a native TTL index removed the conversation document, or
-a delete raced an append) have another ``gen`` and are removed by the next creation.
+a delete raced an append) have another ``gen``: the next creation deletes the dead ones and
+takes the live ones into its life.
+
+Servers without TTL indexes (FerretDB 1.24) apply a conditional delete as a read followed by a
+delete by ``_id``, so ``purge_expired`` can delete a conversation document that an append
+revived or created just after the purge read it. Appends there check their conversation
+document after inserting, purges check for live messages after deleting, and whichever comes
+second puts the document back; see the repository's ``_restore``.
 """
 
 from __future__ import annotations
@@ -46,8 +56,10 @@ __all__ = [
     "CONVERSATION_INDEXES",
     "MESSAGE_INDEXES",
     "check_position",
+    "dead",
     "history_filter",
     "is_expired",
+    "live",
     "message_document",
     "regex_literal",
     "stored_from_document",
@@ -110,10 +122,15 @@ def searchable(message: Message) -> str:
 
 
 def message_document(
-    conversation_id: str, gen: Any, position: int, message: Message
+    conversation_id: str,
+    gen: Any,
+    position: int,
+    message: Message,
+    *,
+    expires_at: datetime | None = None,
 ) -> dict[str, Any]:
-    """Build the stored document of one message."""
-    return {
+    """Build the stored document of one message; ``expires_at`` is stored only when given."""
+    document = {
         "conversation_id": conversation_id,
         "gen": gen,
         "position": position,
@@ -123,6 +140,23 @@ def message_document(
         "text": searchable(message),
         "data": encode_message(message),
     }
+    if expires_at is not None:
+        document["expires_at"] = expires_at
+    return document
+
+
+def live(now: datetime) -> dict[str, Any]:
+    """Filter for messages written less than a TTL before ``now``."""
+    return {"expires_at": {"$gt": now}}
+
+
+def dead(now: datetime) -> dict[str, Any]:
+    """Filter for messages whose own expiry has passed, or that have none.
+
+    Messages without one were written with no TTL configured (or by an older chatmem); they
+    can only be leftovers, never part of a life that is still being written with a TTL.
+    """
+    return {"expires_at": {"$not": {"$gt": now}}}
 
 
 def stored_from_document(document: dict[str, Any], conversation_id: str) -> StoredMessage:

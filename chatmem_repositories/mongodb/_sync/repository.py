@@ -25,8 +25,10 @@ from .._documents import (
     CONVERSATION_INDEXES,
     MESSAGE_INDEXES,
     check_position,
+    dead,
     history_filter,
     is_expired,
+    live,
     message_document,
     stored_from_document,
     unique_messages,
@@ -62,7 +64,8 @@ class MongoChatMemoryRepository:
     indexes (FerretDB 1.x). An append is two round trips (reserve positions with ``$inc``,
     then insert); a memory read is two (the system message, then the window, each one
     indexed lookup). With a TTL, each read first checks the conversation's stored expiry
-    (one more round trip).
+    (one more round trip), and on servers without TTL indexes each append then checks that
+    a concurrent ``purge_expired`` did not delete its conversation document (one more).
 
     Example:
         ```python
@@ -189,13 +192,28 @@ class MongoChatMemoryRepository:
         document = self._conversations.find_one(
             {"_id": conversation_id}, projection={"expires_at": 1, "gen": 1}
         )
-        if document is None or is_expired(document, datetime.now(UTC)):
+        now = datetime.now(UTC)
+        if document is None and not self.native_ttl:
+            # A purge may have deleted the document under live messages an instant ago (see
+            # _restore); until it or the append puts it back, the messages speak for it.
+            newest = self._newest_live(conversation_id, now)
+            if newest is None:
+                return False, None
+            return True, {"gen": newest.get("gen"), **live(now)}
+        if document is None or is_expired(document, now):
             return False, None
         return True, {"gen": document.get("gen")}
 
+    def _newest_live(self, conversation_id: str, now: datetime) -> Document | None:
+        return self._messages.find_one(
+            {"conversation_id": conversation_id, **live(now)},
+            projection={"_id": 0, "gen": 1, "position": 1, "expires_at": 1},
+            sort=[("position", DESCENDING)],
+        )
+
     def _message_filter(self, conversation_id: str) -> Document | None:
-        live, extra = self._live_conversation(conversation_id)
-        if not live:
+        alive, extra = self._live_conversation(conversation_id)
+        if not alive:
             return None
         query: Document = {"conversation_id": conversation_id}
         if extra:
@@ -214,13 +232,14 @@ class MongoChatMemoryRepository:
         documents = cursor.to_list(None)
         return [stored_from_document(d, conversation_id) for d in documents]
 
-    def _reserve(self, conversation_id: str, count: int) -> tuple[int, Any, Document | None]:
+    def _reserve(
+        self, conversation_id: str, count: int, now: datetime, expires_at: datetime | None
+    ) -> tuple[int, Any, Document | None]:
         """Reserve ``count`` positions; returns (first position, gen, document before)."""
-        now = datetime.now(UTC)
         fresh_gen = ObjectId()
         update: Document = {
             "$inc": {"last_position": count},
-            "$set": {"updated_at": now, "expires_at": self._expiry(now)},
+            "$set": {"updated_at": now, "expires_at": expires_at},
             "$setOnInsert": {"owner": owner_of(conversation_id), "gen": fresh_gen},
         }
         try:
@@ -239,17 +258,32 @@ class MongoChatMemoryRepository:
 
     def _clear_previous_life(
         self, conversation_id: str, gen: Any, before: Document | None, *, wipe: bool
-    ) -> None:
-        """Remove what an earlier life (or, for ``wipe``, the current one) left behind."""
+    ) -> bool:
+        """Remove what an earlier life (or, for ``wipe``, the current one) left behind.
+
+        Returns whether live messages of another life joined this one, which happens when a
+        purge deleted the conversation document under them (see ``_restore``).
+        """
+        now = datetime.now(UTC)
         if before is None:
-            self._messages.delete_many({"conversation_id": conversation_id, "gen": {"$ne": gen}})
-            return
+            others: Document = {"conversation_id": conversation_id, "gen": {"$ne": gen}}
+            if self._ttl is None or wipe:
+                self._messages.delete_many(others)
+                return False
+            self._messages.delete_many({**others, **dead(now)})
+            adopted = self._messages.update_many({**others, **live(now)}, {"$set": {"gen": gen}})
+            return adopted.modified_count > 0
         last = int(before.get("last_position", 0))
-        if wipe or is_expired(before, datetime.now(UTC)):
+        if wipe:
             # Positions only grow, so everything at or below the old counter is the past.
             self._messages.delete_many(
                 {"conversation_id": conversation_id, "position": {"$lte": last}}
             )
+        elif is_expired(before, now):
+            self._messages.delete_many(
+                {"conversation_id": conversation_id, "position": {"$lte": last}, **dead(now)}
+            )
+        return False
 
     def _is_stored(self, conversation_id: str, message_id: str) -> bool:
         found = self._messages.find_one(
@@ -266,22 +300,29 @@ class MongoChatMemoryRepository:
         return 0 if newest is None else int(newest["position"])
 
     def _insert(
-        self, conversation_id: str, gen: Any, batch: list[Message], first: int
+        self,
+        conversation_id: str,
+        gen: Any,
+        expires_at: datetime | None,
+        batch: list[Message],
+        first: int,
+        *,
+        moved: bool = False,
     ) -> list[StoredMessage]:
         """Insert in order from ``first``; the unique indexes settle every race.
 
         A duplicate message id is skipped (idempotency). A taken position means another
         writer got there first, which happens on servers whose ``$inc`` is not atomic
         (FerretDB 1.24 loses concurrent updates): the rest of the batch moves past the newest
-        stored position and the counter is raised to match.
+        stored position and the counter is raised to match (as it is when ``moved``).
         """
         stored: list[StoredMessage] = []
-        pending, position, moved = batch, first, False
+        pending, position = batch, first
         for _ in range(_INSERT_ATTEMPTS):
             if not pending:
                 break
             documents = [
-                message_document(conversation_id, gen, position + i, m)
+                message_document(conversation_id, gen, position + i, m, expires_at=expires_at)
                 for i, m in enumerate(pending)
             ]
             try:
@@ -323,13 +364,70 @@ class MongoChatMemoryRepository:
         entry[1] += 1
         try:
             with entry[0]:
-                first, gen, before = self._reserve(conversation_id, len(batch))
-                self._clear_previous_life(conversation_id, gen, before, wipe=replace)
-                return self._insert(conversation_id, gen, batch, first)
+                now = datetime.now(UTC)
+                expires_at = self._expiry(now)
+                first, gen, before = self._reserve(conversation_id, len(batch), now, expires_at)
+                moved = self._clear_previous_life(conversation_id, gen, before, wipe=replace)
+                if moved:
+                    # Adopted messages keep their positions; these go after them.
+                    first = self._max_position(conversation_id) + 1
+                stored = self._insert(conversation_id, gen, expires_at, batch, first, moved=moved)
+                if self._ttl is not None and not self.native_ttl:
+                    self._confirm(conversation_id, gen)
+                return stored
         finally:
             entry[1] -= 1
             if entry[1] <= 0:
                 self._writers.pop(conversation_id, None)
+
+    def _confirm(self, conversation_id: str, gen: Any) -> None:
+        # A purge that read this conversation as expired can delete the document this append
+        # has just revived or created (the server deletes by _id what its read matched). This
+        # check after the insert pairs with the purge's check after its delete: whichever
+        # runs second sees the other's write, so one of them always puts the document back.
+        current = self._conversations.find_one({"_id": conversation_id}, projection={"gen": 1})
+        if current is None or current.get("gen") != gen:
+            self._restore(conversation_id)
+
+    def _restore(self, conversation_id: str) -> None:
+        """Give live messages a conversation document again after a purge deleted it.
+
+        Live messages (written less than a TTL ago) whose document is gone, or whose ``gen``
+        is not the document's, join one life: the newest message's, or that of a document
+        another writer created meanwhile. Dead ones stay out, for ``purge_expired`` or the
+        next creation to delete.
+        """
+        for _ in range(_INSERT_ATTEMPTS):
+            now = datetime.now(UTC)
+            newest = self._newest_live(conversation_id, now)
+            if newest is None:
+                return
+            gen, last, expires_at = newest.get("gen"), newest["position"], newest["expires_at"]
+            try:
+                self._conversations.insert_one(
+                    {
+                        "_id": conversation_id,
+                        "owner": owner_of(conversation_id),
+                        "gen": gen,
+                        "last_position": last,
+                        "updated_at": now,
+                        "expires_at": expires_at,
+                    }
+                )
+            except DuplicateKeyError:
+                current = self._conversations.find_one_and_update(
+                    {"_id": conversation_id},
+                    {"$max": {"last_position": last, "expires_at": expires_at}},
+                    return_document=ReturnDocument.AFTER,
+                )
+                if current is None:  # deleted again in between: look again
+                    continue
+                gen = current.get("gen")
+            self._messages.update_many(
+                {"conversation_id": conversation_id, "gen": {"$ne": gen}, **live(now)},
+                {"$set": {"gen": gen}},
+            )
+            return
 
     # -- Spring AI's four methods -------------------------------------------------------------
 
@@ -525,25 +623,39 @@ class MongoChatMemoryRepository:
                 ).to_list(None)
                 if not expired:
                     break
-                # Bounded by the counter seen here: a writer reviving the conversation now
-                # gets higher positions, and its messages survive.
+                ids = [d["_id"] for d in expired]
+                # Only messages that had expired themselves: an append reviving or re-creating
+                # the conversation meanwhile writes messages that expire later, whatever their
+                # position (a re-created conversation starts again from 1).
                 self._messages.delete_many(
                     {
                         "$or": [
                             {"conversation_id": d["_id"], "position": {"$lte": d["last_position"]}}
                             for d in expired
-                        ]
+                        ],
+                        **dead(now),
                     }
                 )
                 result = self._conversations.delete_many(
-                    {"_id": {"$in": [d["_id"] for d in expired]}, "expires_at": {"$lte": now}}
+                    {"_id": {"$in": ids}, "expires_at": {"$lte": now}}
                 )
                 purged += result.deleted_count
+                self._restore_live(ids)
                 if len(expired) < _PURGE_BATCH or result.deleted_count == 0:
                     break
             if self.native_ttl:
                 self._purge_orphans()
         return purged
+
+    def _restore_live(self, ids: list[Any]) -> None:
+        # The purge's half of the check described in _confirm: after deleting, look for
+        # messages written since the listing and give them their document back.
+        found = self._messages.find(
+            {"conversation_id": {"$in": ids}, **live(datetime.now(UTC))},
+            projection={"_id": 0, "conversation_id": 1},
+        ).to_list(None)
+        for conversation_id in sorted({d["conversation_id"] for d in found}):
+            self._restore(conversation_id)
 
     def _purge_orphans(self) -> None:
         # Messages whose conversation document the server's TTL monitor removed.
@@ -555,7 +667,10 @@ class MongoChatMemoryRepository:
             ).to_list(None)
             gone = set(chunk) - {d["_id"] for d in alive}
             if gone:
-                self._messages.delete_many({"conversation_id": {"$in": sorted(gone)}})
+                # Live messages are an append re-creating the conversation right now.
+                self._messages.delete_many(
+                    {"conversation_id": {"$in": sorted(gone)}, **dead(datetime.now(UTC))}
+                )
 
     def close(self) -> None:
         """Close the client if this repository created it (from a URL)."""
