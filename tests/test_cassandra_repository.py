@@ -272,6 +272,77 @@ def test_round_trips_with_ttl(session: Session) -> None:
         repository.close()
 
 
+# -- reads that span both sections ------------------------------------------------------------
+
+
+def test_a_history_read_never_shows_part_of_a_batch(session: Session) -> None:
+    # Each batch puts a system message in section 's' and a user message in section 'c'.
+    writer = CassandraChatMemoryRepository(session, keyspace="chatmem_test")
+    reader = CassandraChatMemoryRepository(session, keyspace="chatmem_test")
+    conversation = cid()
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        turn = 0
+        try:
+            while not stop.is_set():
+                turn += 1
+                writer.append(conversation, [SystemMessage(f"s{turn}"), UserMessage(f"u{turn}")])
+                if turn % 8 == 0:
+                    writer.delete_by_conversation_id(conversation)
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        reads = 0
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and not failures:
+            texts = _texts(reader.find_by_conversation_id(conversation))
+            turns = sorted({int(text[1:]) for text in texts})
+            assert texts == [f"{kind}{turn}" for turn in turns for kind in "su"]
+            reads += 1
+        assert reads > 50
+    finally:
+        stop.set()
+        thread.join()
+        writer.delete_by_conversation_id(conversation)
+        writer.close()
+        reader.close()
+    assert not failures
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        # More system rows than a page: the first page ends in them.
+        [("s", 230), ("u", 40), ("s", 3), ("u", 30)],
+        # Few system rows, many chat rows: the first page ends in the chat rows.
+        [("u", 150), ("s", 2), ("u", 120), ("s", 1), ("u", 5)],
+    ],
+)
+def test_a_long_history_is_read_in_order(session: Session, shape: list[tuple[str, int]]) -> None:
+    repository = CassandraChatMemoryRepository(session, keyspace="chatmem_test")
+    conversation = cid()
+    kinds = {"s": SystemMessage, "u": UserMessage}
+    messages = [
+        kinds[kind](f"{kind}{n}:{i}") for n, (kind, count) in enumerate(shape) for i in range(count)
+    ]
+    try:
+        for start in range(0, len(messages), 100):
+            repository.append(conversation, messages[start : start + 100])
+        expected = _texts(messages)
+        assert _texts(repository.find_by_conversation_id(conversation)) == expected
+        history = repository.find_history(conversation, after=7, limit=len(messages))
+        assert _texts(s.message for s in history) == expected[7:]
+        assert [s.position for s in history] == list(range(8, len(messages) + 1))
+    finally:
+        repository.delete_by_conversation_id(conversation)
+        repository.close()
+
+
 # -- TTL: a conversation lives while it is appended to ---------------------------------------
 
 

@@ -151,6 +151,11 @@ class Cql:
             "recent": window + " LIMIT ?",
             "recent_before": window + " AND position < ? LIMIT ?",
             "forward": window + " AND position > ? ORDER BY section DESC, position ASC LIMIT ?",
+            # Both message sections in one query (system rows first, then chat rows, each
+            # by position), so a history read of one page never straddles a write.
+            "forward_both": f"SELECT section, {columns} FROM {m} WHERE conversation_id = ?"
+            f" AND section IN ('{CHAT}', '{SYSTEM}') AND position > ?"
+            " ORDER BY section DESC, position ASC LIMIT ?",
             # The whole partition, head first: the chat section (newest first), then claims
             # and system rows; every row carries the static columns.
             "window": f"SELECT section, {columns}, system_position, system_data FROM {m}"

@@ -580,12 +580,24 @@ class AsyncCassandraChatMemoryRepository:
     async def _scan_forward(
         self, conversation_id: str, after: int | None, limit: int, keep: Any
     ) -> list[StoredMessage]:
-        """Merge the chat and system sections in position order, from ``after`` on."""
+        """Merge the chat and system sections in position order, from ``after`` on.
+
+        The first page of both sections is one query: a single-partition read is isolated
+        from a single-partition batch, so a history that fits in it is never seen with
+        part of an append or a delete. Longer histories are read a page at a time.
+        """
         db = await self._ready()
         start = CLAIM_POSITION if after is None else after
-        cursors = {CHAT: start, SYSTEM: start}
-        buffers: dict[str, list[Row]] = {CHAT: [], SYSTEM: []}
+        rows = await db.execute(db.bind("forward_both", (conversation_id, start, _PAGE)))
+        if self._expired(rows):
+            return []
+        buffers = {s: [row for row in rows if row["section"] == s] for s in (CHAT, SYSTEM)}
+        cursors = {s: buffers[s][-1]["position"] if buffers[s] else start for s in buffers}
         done: set[str] = set()
+        if len(rows) < _PAGE:
+            done = {CHAT, SYSTEM}
+        elif rows[-1]["section"] == CHAT:
+            done = {SYSTEM}  # the page ended in the chat rows, after every system row
         found: list[StoredMessage] = []
         while len(found) < limit:
             for section in (CHAT, SYSTEM):
