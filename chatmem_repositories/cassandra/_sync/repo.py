@@ -319,18 +319,24 @@ class CassandraChatMemoryRepository:
 
     @staticmethod
     def _send_conditional(
-        db: SessionAdapter, items: Any, alongside: Sequence[Any], attempt: int
+        db: SessionAdapter,
+        items: Any,
+        alongside: Sequence[Any],
+        attempt: int,
+        *,
+        last: bool = False,
     ) -> list[Row] | None:
         """Send a conditional batch and, at once, statements for other partitions.
 
         Returns the batch's rows, or ``None`` if its Paxos round timed out because other
         writers contended for the partition: whether it applied is then unknown, and the
         caller sends it again (an append's id claims and the deletes' nature make that safe).
+        On the ``last`` attempt that timeout is raised instead.
         """
         try:
             result, *_ = db.execute_all([db.batch(items), *alongside], write=True)
         except RepositoryTimeoutError as exc:
-            if not is_paxos_contention(exc):
+            if last or not is_paxos_contention(exc):
                 raise
             sleep(0.01 * min(1 + attempt, 10))
             return None
@@ -345,19 +351,15 @@ class CassandraChatMemoryRepository:
         state as once, and the call had not returned.
 
         Raises:
-            RepositoryTimeoutError: If the partition stays contended for ``request_timeout``.
+            RepositoryTimeoutError: The last attempt's, when the partition stayed contended
+                for ``request_timeout`` (whether that attempt applied is unknown).
         """
         deadline = time.monotonic() + self._patience
         for attempt in itertools.count():
-            result = self._send_conditional(db, items, alongside, attempt)
+            last = time.monotonic() > deadline
+            result = self._send_conditional(db, items, alongside, attempt, last=last)
             if result is not None:
                 return result
-            if time.monotonic() > deadline:
-                raise RepositoryTimeoutError(
-                    f"Cassandra did not apply the write within {self._patience:g} s"
-                    f" ({attempt + 1} attempts): other writers kept contending for it",
-                    backend=BACKEND,
-                )
         raise AssertionError("unreachable")  # pragma: no cover
 
     def find_window(
