@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from chatmem._async.advisors import AsyncAdvisorChain, AsyncBaseAdvisor
 from chatmem._async.memory import AsyncChatMemory
-from chatmem._concurrency import async_api
+from chatmem._concurrency import async_api, async_sleep
 from chatmem._flavor import check_flavor
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
+from chatmem.exceptions import ConfigurationError, RepositoryOutcomeUnknownError
 from chatmem.memory import CONVERSATION_ID
 from chatmem_advisors._rules import conversation_id_of, messages_to_save, messages_to_send
 
 __all__ = ["AsyncMessageChatMemoryAdvisor"]
+
+_SAVE_BACKOFF_SECONDS = 0.2
 
 
 class AsyncMessageChatMemoryAdvisor(AsyncBaseAdvisor):
@@ -36,11 +39,16 @@ class AsyncMessageChatMemoryAdvisor(AsyncBaseAdvisor):
       (assistant tool calls, tool responses, final answer) are saved in one ``add``.
     - A failed call or an abandoned stream saves nothing, not even the user message: a turn
       is stored whole or not at all, so a retry never duplicates the question.
+    - A save whose outcome the repository cannot know
+      (:class:`~chatmem.RepositoryOutcomeUnknownError`) is sent again with the same messages
+      (the same ids, so it is stored exactly once), up to ``save_attempts`` times in all,
+      before the error is raised.
 
     Args:
         chat_memory: Any chat memory (``add``/``get``/``clear``).
         order: Position in the chain; early by default so later advisors see the memory.
         conversation_id_key: The context key holding the conversation id.
+        save_attempts: How many times a turn's save is sent while its outcome is unknown.
     """
 
     def __init__(
@@ -49,6 +57,7 @@ class AsyncMessageChatMemoryAdvisor(AsyncBaseAdvisor):
         *,
         order: int = DEFAULT_CHAT_MEMORY_ORDER,
         conversation_id_key: str = CONVERSATION_ID,
+        save_attempts: int = 3,
     ) -> None:
         check_flavor(chat_memory, "get", is_async=async_api, role="chat memory")
         super().__init__(order=order)
@@ -56,6 +65,10 @@ class AsyncMessageChatMemoryAdvisor(AsyncBaseAdvisor):
         """The memory read and written."""
         self.conversation_id_key = conversation_id_key
         """The context key holding the conversation id."""
+        if save_attempts < 1:
+            raise ConfigurationError(f"save_attempts must be at least 1, not {save_attempts}")
+        self.save_attempts = save_attempts
+        """How many times a turn's save is sent while its outcome is unknown."""
         self._state_key = f"chatmem.memory_advisor.{id(self)}"
 
     async def before(
@@ -87,5 +100,16 @@ class AsyncMessageChatMemoryAdvisor(AsyncBaseAdvisor):
             chain: The rest of the chain.
         """
         conversation_id, new = response.context[self._state_key]
-        await self.chat_memory.add(conversation_id, messages_to_save(new, response.chat_response))
-        return response
+        turn = messages_to_save(new, response.chat_response)
+        attempt = 1
+        while True:
+            try:
+                await self.chat_memory.add(conversation_id, turn)
+                return response
+            except RepositoryOutcomeUnknownError:
+                # The same message objects keep their ids, so sending them again stores
+                # the turn exactly once, whether or not the lost attempt was applied.
+                if attempt >= self.save_attempts:
+                    raise
+            await async_sleep(_SAVE_BACKOFF_SECONDS * attempt)
+            attempt += 1

@@ -4,15 +4,18 @@
 
 from __future__ import annotations
 
-from chatmem._concurrency import api
+from chatmem._concurrency import api, sleep
 from chatmem._flavor import check_flavor
 from chatmem._sync.advisors import AdvisorChain, BaseAdvisor
 from chatmem._sync.memory import ChatMemory
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
+from chatmem.exceptions import ConfigurationError, RepositoryOutcomeUnknownError
 from chatmem.memory import CONVERSATION_ID
 from chatmem_advisors._rules import conversation_id_of, messages_to_save, messages_to_send
 
 __all__ = ["MessageChatMemoryAdvisor"]
+
+_SAVE_BACKOFF_SECONDS = 0.2
 
 
 class MessageChatMemoryAdvisor(BaseAdvisor):
@@ -38,11 +41,16 @@ class MessageChatMemoryAdvisor(BaseAdvisor):
       (assistant tool calls, tool responses, final answer) are saved in one ``add``.
     - A failed call or an abandoned stream saves nothing, not even the user message: a turn
       is stored whole or not at all, so a retry never duplicates the question.
+    - A save whose outcome the repository cannot know
+      (:class:`~chatmem.RepositoryOutcomeUnknownError`) is sent again with the same messages
+      (the same ids, so it is stored exactly once), up to ``save_attempts`` times in all,
+      before the error is raised.
 
     Args:
         chat_memory: Any chat memory (``add``/``get``/``clear``).
         order: Position in the chain; early by default so later advisors see the memory.
         conversation_id_key: The context key holding the conversation id.
+        save_attempts: How many times a turn's save is sent while its outcome is unknown.
     """
 
     def __init__(
@@ -51,6 +59,7 @@ class MessageChatMemoryAdvisor(BaseAdvisor):
         *,
         order: int = DEFAULT_CHAT_MEMORY_ORDER,
         conversation_id_key: str = CONVERSATION_ID,
+        save_attempts: int = 3,
     ) -> None:
         check_flavor(chat_memory, "get", is_async=api, role="chat memory")
         super().__init__(order=order)
@@ -58,6 +67,10 @@ class MessageChatMemoryAdvisor(BaseAdvisor):
         """The memory read and written."""
         self.conversation_id_key = conversation_id_key
         """The context key holding the conversation id."""
+        if save_attempts < 1:
+            raise ConfigurationError(f"save_attempts must be at least 1, not {save_attempts}")
+        self.save_attempts = save_attempts
+        """How many times a turn's save is sent while its outcome is unknown."""
         self._state_key = f"chatmem.memory_advisor.{id(self)}"
 
     def before(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientRequest:
@@ -85,5 +98,16 @@ class MessageChatMemoryAdvisor(BaseAdvisor):
             chain: The rest of the chain.
         """
         conversation_id, new = response.context[self._state_key]
-        self.chat_memory.add(conversation_id, messages_to_save(new, response.chat_response))
-        return response
+        turn = messages_to_save(new, response.chat_response)
+        attempt = 1
+        while True:
+            try:
+                self.chat_memory.add(conversation_id, turn)
+                return response
+            except RepositoryOutcomeUnknownError:
+                # The same message objects keep their ids, so sending them again stores
+                # the turn exactly once, whether or not the lost attempt was applied.
+                if attempt >= self.save_attempts:
+                    raise
+            sleep(_SAVE_BACKOFF_SECONDS * attempt)
+            attempt += 1
