@@ -285,26 +285,8 @@ async def _task(coroutine: Any) -> AsyncIterator[asyncio.Task[None]]:
             await asyncio.wait_for(task, BOUND + 5)
 
 
-# The Cassandra repository's session adapter does not yet tell chatmem_repositories/
-# cassandra/_errors.py which requests are writes (driver_errors(write=...) and
-# translate(exc, write=...) are ready for it), so a write that timed out after it reached
-# the server still raises a plain RepositoryTimeoutError, which this test catches.
-_PENDING = {
-    "cassandra": pytest.mark.xfail(
-        strict=True,
-        reason="_drivers.py does not pass write= to driver_errors/translate yet",
-    )
-}
-
-
 def _params(names: list[str]) -> list[Any]:
-    params = []
-    for name in names:
-        marks = [pytest.mark.backend(name)]
-        if name in _PENDING:
-            marks.append(_PENDING[name])
-        params.append(pytest.param(name, marks=marks))
-    return params
+    return [pytest.param(name, marks=[pytest.mark.backend(name)]) for name in names]
 
 
 @pytest.mark.parametrize("backend", _params(list(BACKENDS)))
@@ -312,7 +294,7 @@ def test_faults_lose_nothing_and_unknown_outcomes_apply_once_after_retry(backend
     _run_sync(backend)
 
 
-@pytest.mark.parametrize("backend", _params(["postgresql", "mariadb", "neo4j"]))
+@pytest.mark.parametrize("backend", _params(["postgresql", "mariadb", "neo4j", "cassandra"]))
 async def test_async_faults_lose_nothing_and_unknown_outcomes_apply_once_after_retry(
     backend: str,
 ) -> None:

@@ -183,7 +183,7 @@ class SessionAdapter(_Connection):
 
     def execute(self, statement: Statement, *, write: bool = False) -> list[Row]:
         """Run one statement and return its rows."""
-        with driver_errors():
+        with driver_errors(write=write):
             return list(self.session.execute(statement, execution_profile=self._profile(write)))  # type: ignore[union-attr]
 
     def execute_all(
@@ -191,7 +191,7 @@ class SessionAdapter(_Connection):
     ) -> list[list[Row]]:
         """Send several statements at once and return each one's rows."""
         assert self.session is not None
-        with driver_errors():
+        with driver_errors(write=write):
             futures = [
                 self.session.execute_async(s, execution_profile=self._profile(write))
                 for s in statements
@@ -225,7 +225,7 @@ class AsyncSessionAdapter(_Connection):
         assert self.session is not None
         with driver_errors():
             future = self.session.execute_async(statement, execution_profile=self._profile(write))
-        return await _rows(future)
+        return await _rows(future, write=write)
 
     async def execute_all(
         self, statements: Sequence[Statement], *, write: bool = False
@@ -237,7 +237,7 @@ class AsyncSessionAdapter(_Connection):
                 self.session.execute_async(s, execution_profile=self._profile(write))
                 for s in statements
             ]
-        return list(await asyncio.gather(*(_rows(f) for f in futures)))
+        return list(await asyncio.gather(*(_rows(f, write=write) for f in futures)))
 
     async def aclose(self) -> None:
         """Shut the cluster down (on a thread) if this adapter owns it."""
@@ -247,7 +247,7 @@ class AsyncSessionAdapter(_Connection):
                 await _on_thread(self.shutdown_blocking)
 
 
-def _rows(response_future: Any) -> asyncio.Future[list[Row]]:
+def _rows(response_future: Any, *, write: bool = False) -> asyncio.Future[list[Row]]:
     """Bridge a driver ``ResponseFuture`` to an asyncio future (first page of rows)."""
     loop = asyncio.get_running_loop()
     waiter: asyncio.Future[list[Row]] = loop.create_future()
@@ -258,7 +258,7 @@ def _rows(response_future: Any) -> asyncio.Future[list[Row]]:
         if exc is None:
             waiter.set_result(list(rows or ()))
         else:
-            mapped = translate(exc)
+            mapped = translate(exc, write=write)
             if mapped is not exc:
                 mapped.__cause__ = exc
             waiter.set_exception(mapped)
