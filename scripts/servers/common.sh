@@ -51,3 +51,42 @@ apt_install() {
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# lock_run_dir DIR: serialize this server's start and stop scripts (start.sh calls stop.sh
+# while it already holds the lock, and says so with CHATMEM_SERVERS_LOCKED=1).
+lock_run_dir() {
+  mkdir -p "$1"
+  if [[ ${CHATMEM_SERVERS_LOCKED:-} != 1 ]]; then
+    exec 9>"$1/.lock"
+    flock 9
+  fi
+}
+
+# alive PID NAME: PID runs NAME and is not a zombie. This machine's PID 1 reaps orphans
+# only every second or two and kill -0 succeeds on a zombie, so stop_pidfile alone would
+# wait ~2 s for a server that has already exited.
+alive() {
+  local st
+  st=$(ps -o stat=,comm= -p "$1" 2>/dev/null) || return 1
+  [[ $st != Z* && $st == *"$2"* ]]
+}
+
+# stop_server NAME PIDFILE COMM SIGNAL GRACE_SECONDS: send SIGNAL to the server (COMM is its
+# command name as ps shows it, at most 15 characters), wait up to GRACE_SECONDS for it to
+# exit, then TERM again and KILL. Exit quietly if it is not running.
+stop_server() {
+  local name=$1 pidfile=$2 comm=$3 signal=$4 grace=$5 pid i
+  if [[ ! -f $pidfile ]]; then
+    echo "$name: not running"
+    return 0
+  fi
+  pid=$(cat "$pidfile")
+  if alive "$pid" "$comm"; then kill "-$signal" "$pid" 2>/dev/null || true; fi
+  for ((i = 0; i < grace * 20; i++)); do alive "$pid" "$comm" || break; sleep 0.05; done
+  if alive "$pid" "$comm"; then
+    stop_pidfile "$pidfile" 5 # still up: TERM again, then KILL
+  else
+    rm -f "$pidfile"
+  fi
+  echo "$name: stopped"
+}

@@ -6,33 +6,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../common.sh"
 
 RUN=$CHATMEM_SERVERS_RUN/mariadb
-PIDFILE=$RUN/mariadb.pid
-mkdir -p "$RUN"
-# start.sh calls us while it already holds the lock.
-if [[ ${CHATMEM_SERVERS_LOCKED:-} != 1 ]]; then
-  exec 9>"$RUN/.lock"
-  flock 9
-fi
-
-# alive PID NAME: PID runs NAME and is not a zombie. This machine's PID 1 reaps
-# orphans only every second or two and kill -0 succeeds on a zombie, so
-# stop_pidfile alone would wait ~2 s for a server that has already exited.
-alive() {
-  local st
-  st=$(ps -o stat=,comm= -p "$1" 2>/dev/null) || return 1
-  [[ $st != Z* && $st == *"$2"* ]]
-}
-
-[[ -f $PIDFILE ]] || { echo "mariadb: not running"; exit 0; }
-pid=$(cat "$PIDFILE")
-comm=mariadbd
-# SIGTERM is a normal shutdown for mariadbd: InnoDB flushes and the datadir stays
-# valid for start.sh --keep-data.
-if alive "$pid" "$comm"; then kill -TERM "$pid" 2>/dev/null || true; fi
-for ((i = 0; i < 60 * 20; i++)); do alive "$pid" "$comm" || break; sleep 0.05; done
-if alive "$pid" "$comm"; then
-  stop_pidfile "$PIDFILE" 5   # still up: TERM again, then KILL
-else
-  rm -f "$PIDFILE"
-fi
-echo "mariadb: stopped"
+lock_run_dir "$RUN"
+# SIGTERM is a normal shutdown for mariadbd: InnoDB flushes and the datadir stays valid for
+# start.sh --keep-data.
+stop_server mariadb "$RUN/mariadb.pid" mariadbd TERM 60

@@ -6,37 +6,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../common.sh"
 
 RUN=$CHATMEM_SERVERS_RUN/postgres
-PIDFILE=$RUN/postgres.pid
-mkdir -p "$RUN"
-# start.sh calls us while it already holds the lock.
-if [[ ${CHATMEM_SERVERS_LOCKED:-} != 1 ]]; then
-  exec 9>"$RUN/.lock"
-  flock 9
-fi
-
-# alive PID NAME: PID runs NAME and is not a zombie. This machine's PID 1 reaps
-# orphans only every second or two and kill -0 succeeds on a zombie, so
-# stop_pidfile alone would wait ~2 s for a server that has already exited.
-alive() {
-  local st
-  st=$(ps -o stat=,comm= -p "$1" 2>/dev/null) || return 1
-  [[ $st != Z* && $st == *"$2"* ]]
-}
-
-[[ -f $PIDFILE ]] || { echo "postgres: not running"; exit 0; }
-pid=$(cat "$PIDFILE")
-comm=postgres
-if alive "$pid" "$comm"; then
-  # SIGINT is PostgreSQL's "fast" shutdown: it ends open sessions (tests keep
-  # pools open) and checkpoints, so the data stays valid for start.sh --keep-data.
-  # stop_pidfile's SIGTERM alone would be a "smart" shutdown that waits for
-  # every client to disconnect.
-  kill -INT "$pid" 2>/dev/null || true
-fi
-for ((i = 0; i < 30 * 20; i++)); do alive "$pid" "$comm" || break; sleep 0.05; done
-if alive "$pid" "$comm"; then
-  stop_pidfile "$PIDFILE" 5   # still up: TERM again, then KILL
-else
-  rm -f "$PIDFILE"
-fi
-echo "postgres: stopped"
+lock_run_dir "$RUN"
+# SIGINT is PostgreSQL's "fast" shutdown: it ends open sessions (tests keep pools open) and
+# checkpoints, so the data stays valid for start.sh --keep-data. SIGTERM alone would be a
+# "smart" shutdown that waits for every client to disconnect.
+stop_server postgres "$RUN/postgres.pid" postgres INT 30
