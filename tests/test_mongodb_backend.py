@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bson import ObjectId
 from pymongo import MongoClient, monitoring
 
 from chatmem import MessageWindowChatMemory
@@ -21,6 +22,7 @@ from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
 from chatmem.messages import AssistantMessage, SystemMessage, UserMessage
 from chatmem_repositories import create_repository
 from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
+from chatmem_repositories.mongodb._documents import whole_batches
 from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("mongodb")
@@ -227,6 +229,145 @@ def test_live_messages_outlive_their_deleted_conversation_document(url: str, pre
         repository._conversations.delete_one({"_id": cid})
         repository.save_all(cid, [UserMessage("replaced")])  # a replacement keeps nothing
         assert texts() == ["replaced"]
+
+
+def test_whole_batches_tells_a_hole_from_a_window_edge() -> None:
+    def batch(first: int, size: int, *, system: tuple[int, ...] = ()) -> list[dict[str, Any]]:
+        tag: dict[str, Any] = {"id": first, "first": first, "size": size}
+        if system:
+            tag["system"] = list(system)
+        return [{"position": first + i, "batch": tag} for i in range(size)]
+
+    def positions(documents: list[dict[str, Any]]) -> list[int]:
+        return [d["position"] for d in documents]
+
+    single = [{"position": 1}]
+    pair, triple = batch(2, 2), batch(4, 3)
+    assert positions(whole_batches(single + pair + triple)) == [1, 2, 3, 4, 5, 6]
+    holed = single + pair + [triple[0], triple[2]]
+    assert positions(whole_batches(holed)) == [1, 2, 3]
+    # Newest first, cut by the limit at position 5: the window's far edge, not a hole.
+    window = list(reversed(triple))[:2]
+    assert positions(whole_batches(window, low=5)) == [6, 5]
+    assert positions(whole_batches(window)) == []
+    # Reads without system messages expect none; a page ending at position 5 expects no more.
+    system_first = batch(7, 3, system=(0,))
+    assert positions(whole_batches(system_first[1:], skip_system=True)) == [8, 9]
+    assert positions(whole_batches(system_first[1:])) == []
+    assert positions(whole_batches(triple[:2], high=5)) == [4, 5]
+
+
+class DeleteAfterLookup(monitoring.CommandListener):
+    """Deletes a conversation through another repository at one chosen moment of a retry.
+
+    Right after the first ``find`` on the messages collection that follows an insert stopped
+    by a duplicate key: the moment an append looks at which ids of its batch are stored. The
+    delete runs on the driver's thread, before the append sends its next command.
+    """
+
+    def __init__(self) -> None:
+        self.delete: Any = None  # set to a callable when the test is ready
+        self.armed = False
+        self.fired = False
+        self._finds: set[int] = set()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        command = event.command
+        if event.command_name == "find" and str(command.get("find", "")).endswith("messages"):
+            self._finds.add(event.request_id)
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        if event.command_name == "insert" and event.reply.get("writeErrors"):
+            self.armed = self.delete is not None and not self.fired
+        elif self.armed and event.request_id in self._finds:
+            self.armed, self.fired = False, True
+            self.delete()
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+def test_retry_racing_a_delete_never_leaves_part_of_its_batch(url: str, prefix: str) -> None:
+    # The retry of a stored batch used to check its ids one by one and insert the rest; a
+    # delete in between (memory.clear here, a purge of expired messages alike) removed the
+    # ids it had found, and the rest was stored alone: reads showed part of the batch.
+    listener = DeleteAfterLookup()
+    cid = f"torn-{uuid.uuid4()}"
+    batch = [UserMessage("u"), AssistantMessage("a"), AssistantMessage("b")]
+    with (
+        MongoChatMemoryRepository.from_url(
+            url, collection_prefix=prefix, event_listeners=[listener]
+        ) as repository,
+        MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as other,
+    ):
+        assert [s.message.id for s in repository.append(cid, batch)] == [m.id for m in batch]
+        listener.delete = lambda: other.delete_by_conversation_id(cid)
+        stored = repository.append(cid, batch)  # a retry: every id is stored
+        assert listener.fired
+
+        def texts() -> list[str | None]:
+            return [m.text for m in repository.find_by_conversation_id(cid)]  # type: ignore[union-attr]
+
+        # The delete may come before the retry or after it, never in the middle.
+        assert (texts(), [s.message.text for s in stored]) in (
+            ([], []),
+            (["u", "a", "b"], ["u", "a", "b"]),
+        )
+        assert [s.message.text for s in repository.find_recent(cid, 10)] in ([], ["u", "a", "b"])  # type: ignore[union-attr]
+        again = repository.append(cid, batch)  # exactly once: all of it now, or nothing
+        assert texts() == ["u", "a", "b"]
+        assert len(again) in (0, 3)
+
+
+def test_reads_hide_part_of_a_batch_and_a_retry_stores_it_whole(url: str, prefix: str) -> None:
+    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+        cid = f"part-{uuid.uuid4()}"
+        repository.append(cid, [UserMessage("u0"), AssistantMessage("a0")])
+        batch = [SystemMessage("s"), UserMessage("u"), AssistantMessage("a"), AssistantMessage("b")]
+        repository.append(cid, batch)
+        # What a multi-document delete racing the insert can leave on MongoDB.
+        repository._messages.delete_one({"conversation_id": cid, "message_id": batch[2].id})
+
+        def texts() -> list[str | None]:
+            return [m.text for m in repository.find_by_conversation_id(cid)]  # type: ignore[union-attr]
+
+        assert texts() == ["u0", "a0"]
+        assert [s.message.text for s in repository.find_recent(cid, 2)] == ["u0", "a0"]  # type: ignore[union-attr]
+        assert [s.message.text for s in repository.find_history(cid)] == ["u0", "a0"]  # type: ignore[union-attr]
+        assert [s.message.text for s in repository.find_history(cid, text="u")] == ["u0"]  # type: ignore[union-attr]
+        stored = repository.append(cid, batch)
+        assert [s.message.text for s in stored] == ["s", "u", "a", "b"]  # type: ignore[union-attr]
+        positions = [s.position for s in stored]
+        assert positions == list(range(int(positions[0]), int(positions[0]) + 4))
+        assert texts() == ["u0", "a0", "s", "u", "a", "b"]
+        assert [s.message.text for s in repository.find_recent(cid, 2)] == ["a", "b"]  # type: ignore[union-attr]
+        assert repository.append(cid, batch) == []
+
+
+def test_a_retry_takes_live_copies_of_another_life_into_this_one(url: str, prefix: str) -> None:
+    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+        cid = f"stray-{uuid.uuid4()}"
+        batch = [UserMessage("u"), AssistantMessage("a")]
+        first = repository.append(cid, batch)
+        # As if a purge had taken the document from under them and it had been re-created.
+        repository._messages.update_many({"conversation_id": cid}, {"$set": {"gen": ObjectId()}})
+        assert repository.find_by_conversation_id(cid) == []
+        assert repository.append(cid, batch) == []  # stored already: they join this life
+        assert repository.find_recent(cid, 5) == first  # where they were
+
+
+def test_delete_before_keeps_what_stays_of_a_batch_readable(url: str, prefix: str) -> None:
+    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as repository:
+        cid = f"cut-{uuid.uuid4()}"
+        first = repository.append(
+            cid, [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
+        )
+        repository.append(cid, [UserMessage("u2"), AssistantMessage("a2")])
+        assert repository.delete_before(cid, first[2].position) == 1  # u1
+        texts = [m.text for m in repository.find_by_conversation_id(cid)]  # type: ignore[union-attr]
+        assert texts == ["s", "a1", "u2", "a2"]
+        assert [s.message.text for s in repository.find_recent(cid, 3)] == ["a1", "u2", "a2"]  # type: ignore[union-attr]
+        assert repository.find_system_message(cid).message.text == "s"  # type: ignore[union-attr]
 
 
 def test_round_trips_per_append_and_read(url: str, prefix: str) -> None:

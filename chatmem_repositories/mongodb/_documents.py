@@ -4,7 +4,7 @@ Two collections:
 
 ``<prefix>messages``: one document per message::
 
-    {conversation_id, gen, position, message_id, type, created_us, text, data, expires_at}
+    {conversation_id, gen, position, message_id, type, created_us, text, data, expires_at, batch}
 
 ``data`` is the message encoded by :func:`chatmem.messages.encode_message` (the JSON text is
 the record of truth); the other fields exist for queries. ``created_us`` is microseconds since
@@ -12,7 +12,11 @@ the epoch, exact where a BSON date would round to milliseconds. ``text`` is the 
 text. ``gen`` names the life of the conversation the message belongs to (see below).
 ``expires_at`` (only with a TTL) is the expiry the append that wrote the message set on the
 conversation: it tells messages written since a conversation expired from the dead ones even
-when the conversation document is gone (see :func:`live` and :func:`dead`).
+when the conversation document is gone (see :func:`live` and :func:`dead`). ``batch`` (only
+on messages appended together with others) is ``{id, first, size, system}``: the messages one
+insert wrote, at positions ``first`` to ``first + size - 1``; ``system`` lists the offsets of
+system messages among them, when there are any. Reads show a batch only whole (see
+:func:`whole_batches`).
 
 ``<prefix>conversations``: one document per conversation::
 
@@ -34,16 +38,27 @@ Servers without TTL indexes (FerretDB 1.24) apply a conditional delete as a read
 delete by ``_id``, so ``purge_expired`` can delete a conversation document that an append
 revived or created just after the purge read it. Appends there check their conversation
 document after inserting, purges check for live messages after deleting, and whichever comes
-second puts the document back; see the repository's ``_restore``.
+second puts the document back; see ``AsyncExpiry.restore``.
+
+Batches without transactions: a batch is written by one ordered ``insert_many`` at consecutive
+positions, which FerretDB applies in one SQLite transaction and MongoDB in one storage
+transaction (up to ``internalInsertMaxBatchSize`` documents, 64 or 500 by version, and 256 KB).
+Nothing writes a batch in parts: what an insert stopped by a duplicate key stored is deleted
+again and the batch written anew, whole. Part of a batch can still be left (MongoDB's
+multi-document deletes yield between documents; an insert that fails part-way leaves its first
+documents), so reads hide any batch that is not whole.
 """
 
 from __future__ import annotations
 
+import math
 import string
+from collections import Counter
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from bson import ObjectId
 from pymongo import ASCENDING, IndexModel
 
 from chatmem._records import Position, StoredMessage
@@ -55,16 +70,20 @@ from ._errors import BACKEND
 __all__ = [
     "CONVERSATION_INDEXES",
     "MESSAGE_INDEXES",
+    "batch_documents",
     "check_position",
     "dead",
     "history_filter",
+    "is_dead",
     "is_expired",
     "live",
     "message_document",
+    "partial_batches",
     "regex_literal",
     "stored_from_document",
     "to_micros",
     "unique_messages",
+    "whole_batches",
 ]
 
 MESSAGE_INDEXES = [
@@ -128,9 +147,10 @@ def message_document(
     message: Message,
     *,
     expires_at: datetime | None = None,
+    batch: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build the stored document of one message; ``expires_at`` is stored only when given."""
-    document = {
+    """Build the stored document of one message; ``expires_at`` and ``batch`` only when given."""
+    document: dict[str, Any] = {
         "conversation_id": conversation_id,
         "gen": gen,
         "position": position,
@@ -142,7 +162,77 @@ def message_document(
     }
     if expires_at is not None:
         document["expires_at"] = expires_at
+    if batch is not None:
+        document["batch"] = batch
     return document
+
+
+def batch_documents(
+    conversation_id: str,
+    gen: Any,
+    first: int,
+    messages: Sequence[Message],
+    *,
+    expires_at: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Build the documents of one insert, at consecutive positions from ``first``.
+
+    Several messages are tagged as one batch (a fresh id per insert, so the documents of two
+    inserts never count as one batch); a lone message is whole whenever it is there.
+    """
+    tag: dict[str, Any] | None = None
+    if len(messages) > 1:
+        tag = {"id": ObjectId(), "first": first, "size": len(messages)}
+        system = [i for i, m in enumerate(messages) if m.type is MessageType.SYSTEM]
+        if system:
+            tag["system"] = system
+    return [
+        message_document(conversation_id, gen, first + i, m, expires_at=expires_at, batch=tag)
+        for i, m in enumerate(messages)
+    ]
+
+
+def whole_batches(
+    documents: Sequence[dict[str, Any]],
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    skip_system: bool = False,
+) -> list[dict[str, Any]]:
+    """Drop the documents of batches that are not whole, keeping the order.
+
+    The documents are what a read found at positions ``low`` to ``high`` (every one there,
+    but system messages when ``skip_system``). A batch is whole when every member it has in
+    that range is among them: positions outside it are another page, or the part of the
+    batch a full window cuts off at its far end.
+    """
+    shown: dict[Any, set[int]] = {}
+    for document in documents:
+        tag = document.get("batch")
+        if tag is not None:
+            shown.setdefault(tag["id"], set()).add(int(document["position"]))
+    broken = set()
+    for document in documents:
+        tag = document.get("batch")
+        if tag is None or tag["id"] in broken:
+            continue
+        skipped = set(tag.get("system", ())) if skip_system else set()
+        first = int(tag["first"])
+        wanted = {
+            first + offset
+            for offset in range(int(tag["size"]))
+            if offset not in skipped and low <= first + offset <= high
+        }
+        if not wanted <= shown[tag["id"]]:
+            broken.add(tag["id"])
+    return [d for d in documents if d.get("batch") is None or d["batch"]["id"] not in broken]
+
+
+def partial_batches(documents: Sequence[dict[str, Any]]) -> dict[Any, int]:
+    """Return ``{batch id: size}`` of the batches with fewer members here than their size."""
+    sizes = {d["batch"]["id"]: int(d["batch"]["size"]) for d in documents if d.get("batch")}
+    counts = Counter(d["batch"]["id"] for d in documents if d.get("batch"))
+    return {key: size for key, size in sizes.items() if counts[key] < size}
 
 
 def live(now: datetime) -> dict[str, Any]:
@@ -157,6 +247,16 @@ def dead(now: datetime) -> dict[str, Any]:
     can only be leftovers, never part of a life that is still being written with a TTL.
     """
     return {"expires_at": {"$not": {"$gt": now}}}
+
+
+def is_dead(document: dict[str, Any], now: datetime) -> bool:
+    """Tell whether a message document matches :func:`dead`."""
+    expires_at = document.get("expires_at")
+    if expires_at is None:
+        return True
+    if expires_at.tzinfo is None:  # clients built without tz_aware hand back naive UTC
+        expires_at = expires_at.replace(tzinfo=UTC)
+    return bool(expires_at <= now)
 
 
 def stored_from_document(document: dict[str, Any], conversation_id: str) -> StoredMessage:

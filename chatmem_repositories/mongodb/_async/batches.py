@@ -1,0 +1,303 @@
+"""Batches of messages written whole and read whole, without transactions.
+
+A batch (the messages of one append) is written by one ordered ``insert_many`` at consecutive
+positions, which the server applies as one transaction (see ``.._documents``), and nothing
+writes a batch in parts. Reads keep only whole batches, so what a delete racing a write leaves
+of a batch (MongoDB's multi-document deletes yield between documents) never shows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+
+from chatmem._concurrency import AsyncLock
+from chatmem._records import StoredMessage
+from chatmem.conversation_ids import owner_of
+from chatmem.exceptions import RepositoryError
+from chatmem.messages import Message
+
+from .._documents import (
+    batch_documents,
+    is_dead,
+    partial_batches,
+    unique_messages,
+    whole_batches,
+)
+from .._drivers import AsyncCollection, Document
+from .._errors import BACKEND, is_duplicate_key
+from .expiry import AsyncExpiry
+
+__all__ = ["AsyncBatches"]
+
+_INSERT_ATTEMPTS = 100
+
+
+class AsyncBatches:
+    """Writes and reads the messages of one repository, a batch at a time.
+
+    Example:
+        ```python
+        batches = AsyncBatches(messages, conversations, expiry)
+        stored = await batches.write("007", [UserMessage("hi"), AssistantMessage("hello")])
+        page = await batches.page({"conversation_id": "007"}, limit=10, newest_first=True)
+        ```
+
+    Args:
+        messages: The messages collection.
+        conversations: The conversations collection (position counters).
+        expiry: The repository's expiry, which sets ``expires_at`` and ends lives.
+    """
+
+    def __init__(
+        self, messages: AsyncCollection, conversations: AsyncCollection, expiry: AsyncExpiry
+    ) -> None:
+        self._messages = messages
+        self._conversations = conversations
+        self._expiry = expiry
+        self._writers: dict[str, list[Any]] = {}  # conversation id -> [lock, holders]
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def documents(
+        self, query: Document, *, newest_first: bool, limit: int = 0
+    ) -> list[Document]:
+        """Fetch message documents as they are, without looking at batches."""
+        cursor = self._messages.find(
+            query,
+            projection={"_id": 0, "position": 1, "data": 1, "batch": 1},
+            sort=[("position", DESCENDING if newest_first else ASCENDING)],
+            limit=limit,
+        )
+        return await cursor.to_list(None)
+
+    async def page(
+        self,
+        query: Document,
+        *,
+        limit: int,
+        newest_first: bool,
+        low: float = -math.inf,
+        high: float = math.inf,
+        skip_system: bool = False,
+        scope: Document | None = None,
+    ) -> list[Document]:
+        """Fetch up to ``limit`` documents of whole batches, in position order.
+
+        Without ``scope``, the query selects every message from position ``low`` to ``high``
+        (but system messages, with ``skip_system``), so the page alone tells whole batches
+        (see ``whole_batches``); a batch the limit cuts at the far end of a full page shows
+        in part, as windows show it. With ``scope``, the query filters on more (the time, type
+        and text filters of ``find_history``), and batches with members missing from the page
+        are counted in ``scope`` (one more query). When batches are dropped, the page is
+        fetched again, twice as large, so that it still holds ``limit`` messages if there are.
+        """
+        fetch = limit
+        while True:
+            documents = await self.documents(query, newest_first=newest_first, limit=fetch)
+            full = len(documents) == fetch
+            if scope is not None:
+                kept = await self.whole_in(scope, documents)
+            else:
+                edge = float(documents[-1]["position"]) if full else None
+                kept = whole_batches(
+                    documents,
+                    low=edge if edge is not None and newest_first else low,
+                    high=edge if edge is not None and not newest_first else high,
+                    skip_system=skip_system,
+                )
+            if len(kept) >= limit or not full:
+                return kept[:limit]
+            fetch *= 2
+
+    async def whole_in(self, scope: Document, documents: list[Document]) -> list[Document]:
+        """Keep the documents of batches with every member in ``scope``.
+
+        Batches with every member among ``documents`` need no query; the others are counted.
+        """
+        partial = partial_batches(documents)
+        if not partial:
+            return documents
+        members = await self._messages.find(
+            {**scope, "batch.id": {"$in": list(partial)}}, projection={"_id": 0, "batch.id": 1}
+        ).to_list(None)
+        counts = Counter(m["batch"]["id"] for m in members)
+        broken = {key for key, size in partial.items() if counts[key] < size}
+        return [d for d in documents if d.get("batch") is None or d["batch"]["id"] not in broken]
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def _reserve(
+        self, conversation_id: str, count: int, now: datetime, expires_at: datetime | None
+    ) -> tuple[int, Any, Document | None]:
+        """Reserve ``count`` positions; returns (first position, gen, document before)."""
+        fresh_gen = ObjectId()
+        update: Document = {
+            "$inc": {"last_position": count},
+            "$set": {"updated_at": now, "expires_at": expires_at},
+            "$setOnInsert": {"owner": owner_of(conversation_id), "gen": fresh_gen},
+        }
+        try:
+            before = await self._conversations.find_one_and_update(
+                {"_id": conversation_id}, update, upsert=True, return_document=ReturnDocument.BEFORE
+            )
+        except DuplicateKeyError:
+            # Two upserts created the same conversation at once and this one lost; the
+            # document exists now, so the retry is a plain update.
+            before = await self._conversations.find_one_and_update(
+                {"_id": conversation_id}, update, upsert=True, return_document=ReturnDocument.BEFORE
+            )
+        first = (0 if before is None else int(before.get("last_position", 0))) + 1
+        gen = fresh_gen if before is None else before.get("gen")
+        return first, gen, before
+
+    async def _max_position(self, conversation_id: str) -> int:
+        newest = await self._messages.find_one(
+            {"conversation_id": conversation_id},
+            projection={"_id": 0, "position": 1},
+            sort=[("position", DESCENDING)],
+        )
+        return 0 if newest is None else int(newest["position"])
+
+    async def _settle(
+        self, conversation_id: str, gen: Any, batch: list[Message]
+    ) -> tuple[set[str], set[str]]:
+        """Look at the stored copies of a batch's message ids, after its insert met one.
+
+        Returns the ids a retry skips, stored by whole batches that reads show (or, live ones
+        of another life, will show: they join this one here, as ``AsyncExpiry.restore`` would
+        move them), and every id found. Any other copy is deleted, so the append writes it
+        again with the rest of its batch: part of a batch that is not whole (a write cut
+        short, or one a concurrent delete removed in part), or an expired copy of another
+        life. Skipping such a copy would complete the batch around a hole. The copies skipped
+        were whole when they were looked at; a delete that takes them (or some of them) right
+        after leaves nothing of the batch that reads show, as if it came after the append.
+        """
+        found = await self._messages.find(
+            {"conversation_id": conversation_id, "message_id": {"$in": [m.id for m in batch]}},
+            projection={"message_id": 1, "gen": 1, "expires_at": 1, "batch": 1},
+        ).to_list(None)
+        now = datetime.now(UTC)
+        # Expired copies of another life are never moved into this one (see clear_previous_life).
+        kept = [
+            d
+            for d in found
+            if d.get("gen") == gen or self._expiry.ttl is None or not is_dead(d, now)
+        ]
+        whole = await self.whole_in({"conversation_id": conversation_id}, kept)
+        stored = {d["message_id"] for d in whole}
+        stale = [d["_id"] for d in found if d["message_id"] not in stored]
+        if stale:
+            await self._messages.delete_many({"_id": {"$in": stale}})
+        strays = [d for d in whole if d.get("gen") != gen]
+        if strays:
+            await self._messages.update_many(
+                {
+                    "conversation_id": conversation_id,
+                    "$or": [
+                        {"_id": {"$in": [d["_id"] for d in strays]}},
+                        {"batch.id": {"$in": [d["batch"]["id"] for d in strays if "batch" in d]}},
+                    ],
+                },
+                {"$set": {"gen": gen}},
+            )
+        return stored, {d["message_id"] for d in found}
+
+    async def _insert(
+        self,
+        conversation_id: str,
+        gen: Any,
+        expires_at: datetime | None,
+        batch: list[Message],
+        first: int,
+        *,
+        moved: bool = False,
+    ) -> list[StoredMessage]:
+        """Insert the batch whole at consecutive positions from ``first``.
+
+        One ordered ``insert_many``, which the server applies as one transaction (see
+        ``.._documents``), so reads and deletes find all of the batch or none of it. When it
+        stops at a duplicate key, the documents it stored before are deleted again and the
+        batch is looked at as a whole (``_settle``): ids a whole batch of this life stores
+        are skipped (a retry), and the rest is inserted again, whole. A taken position,
+        which happens on servers whose ``$inc`` is not atomic (FerretDB 1.24 loses
+        concurrent updates), moves the batch past the newest stored position and the counter
+        is raised to match (as it is when ``moved``).
+        """
+        pending, position = batch, first
+        for _ in range(_INSERT_ATTEMPTS):
+            if not pending:
+                return []
+            documents = batch_documents(
+                conversation_id, gen, position, pending, expires_at=expires_at
+            )
+            try:
+                await self._messages.insert_many(documents, ordered=True)
+            except BulkWriteError as exc:
+                error = exc.details["writeErrors"][0]  # ordered: the first failure stops it
+                if not is_duplicate_key(error):
+                    raise
+                index = int(error["index"])
+                if index:
+                    # Stored one by one after the combined insert failed: reads hide them
+                    # (their batch is not whole), and they must not stay as a part of it.
+                    await self._messages.delete_many(
+                        {"_id": {"$in": [d["_id"] for d in documents[:index]]}}
+                    )
+                stored, found = await self._settle(conversation_id, gen, pending)
+                if pending[index].id not in found:  # a taken position, not a stored id
+                    position, moved = await self._max_position(conversation_id) + 1, True
+                pending = [m for m in pending if m.id not in stored]
+                continue
+            if moved:
+                await self._conversations.update_one(
+                    {"_id": conversation_id},
+                    {"$max": {"last_position": position + len(pending) - 1}},
+                )
+            return [StoredMessage(position + i, m) for i, m in enumerate(pending)]
+        raise RepositoryError(
+            f"could not store messages of conversation {conversation_id!r}: "
+            f"positions stayed contended after {_INSERT_ATTEMPTS} attempts",
+            backend=BACKEND,
+        )
+
+    async def write(
+        self, conversation_id: str, messages: Sequence[Message], *, replace: bool
+    ) -> list[StoredMessage]:
+        """Append a batch (with ``replace``, in place of everything); returns what it stored."""
+        batch = unique_messages(messages)
+        # Writers in this process take turns per conversation so they do not race for the
+        # same positions. Only an optimisation: the unique indexes are what keep writers
+        # apart (other processes, or a lost bookkeeping race here), so it needs no guard.
+        entry = self._writers.setdefault(conversation_id, [AsyncLock(), 0])
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                now = datetime.now(UTC)
+                expires_at = self._expiry.expiry(now)
+                first, gen, before = await self._reserve(
+                    conversation_id, len(batch), now, expires_at
+                )
+                moved = await self._expiry.clear_previous_life(
+                    conversation_id, gen, before, wipe=replace
+                )
+                if moved:
+                    # Adopted messages keep their positions; these go after them.
+                    first = await self._max_position(conversation_id) + 1
+                stored = await self._insert(
+                    conversation_id, gen, expires_at, batch, first, moved=moved
+                )
+                if self._expiry.checks_purges:
+                    await self._expiry.confirm(conversation_id, gen)
+                return stored
+        finally:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                self._writers.pop(conversation_id, None)
