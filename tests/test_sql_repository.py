@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -22,6 +24,7 @@ from chatmem_repositories.sql import (
     schema_ddl,
 )
 from chatmem_repositories.sql._drivers import engine_arguments
+from chatmem_repositories.sql._errors import is_retryable
 from chatmem_repositories.sql._types import NUL_STAND_IN
 from tests.conftest import server_url
 
@@ -241,8 +244,6 @@ def test_expired_conversation_is_purged_and_can_start_again(url: str, cid: str) 
     ) as repository:
         message = UserMessage("old")
         repository.append(cid, [SystemMessage("s"), message])
-        import time
-
         time.sleep(1.2)
         assert repository.find_system_message(cid) is None
         # Re-appending the same message id after expiry stores it again, in a fresh life.
@@ -256,6 +257,143 @@ def test_expired_conversation_is_purged_and_can_start_again(url: str, cid: str) 
         assert repository.find_conversation_ids() == [] or cid not in (
             repository.find_conversation_ids()
         )
+
+
+# -- lock scope --------------------------------------------------------------------------------
+
+# The writes of one conversation, each paused inside its transaction right after it deleted
+# that conversation's messages: the point where it holds the most locks.
+HOLDERS = ["delete_before", "delete", "save_all", "revive", "purge"]
+
+
+def _hold(repository: SqlChatMemoryRepository, name: str, cid: str) -> None:
+    if name == "delete_before":
+        repository.delete_before(cid, 10**9)  # past the last message: every one goes
+    elif name == "delete":
+        repository.delete_by_conversation_id(cid)
+    elif name == "save_all":
+        repository.save_all(cid, [UserMessage("again")])
+    elif name == "revive":
+        repository.append(cid, [UserMessage("again")])
+    else:
+        repository.purge_expired()
+
+
+@pytest.mark.parametrize("holder", HOLDERS)
+def test_a_write_holds_no_lock_the_next_conversation_waits_for(url: str, holder: str) -> None:
+    # InnoDB locks what a statement scans, gaps included: a range on the messages that ends
+    # past a conversation's last row next-key locks the next conversation's first row, and
+    # a scan of the expiry index locks live conversations. Writers of two conversations then
+    # wait for each other, which is how deadlocks start.
+    if url.startswith("sqlite"):
+        pytest.skip("SQLite has one writer at a time by design")
+    base = f"lock-{uuid.uuid4()}"
+    first, second = f"{base}-a", f"{base}-b"  # adjacent in every index on the id
+    expiring = holder in ("revive", "purge")
+    options: dict[str, Any] = {"table_prefix": PREFIX, "initialize_schema": "always"}
+    paused, resume = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def pause(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.startswith(f"DELETE FROM {PREFIX}messages") and first in str(parameters):
+            paused.set()
+            resume.wait(10)
+
+    def run_holder() -> None:
+        try:
+            _hold(holding, holder, first)
+        except BaseException as exc:
+            failures.append(exc)
+            paused.set()
+
+    with (
+        SqlChatMemoryRepository.from_url(url, ttl=1 if expiring else None, **options) as holding,
+        SqlChatMemoryRepository.from_url(url, **options) as other,
+    ):
+        holding.append(first, [UserMessage(f"a{i}") for i in range(3)])
+        if expiring:
+            time.sleep(1.2)
+        other.append(second, [UserMessage(f"b{i}") for i in range(3)])
+        event.listen(holding._engine, "after_cursor_execute", pause)
+        thread = threading.Thread(target=run_holder)
+        thread.start()
+        try:
+            assert paused.wait(10), "the holder never deleted messages"
+            assert not failures
+            started = time.monotonic()
+            other.append(second, [UserMessage("b3")])
+            last = other.find_recent(second, 1)[0].position
+            assert other.delete_before(second, last) == 3
+            other.delete_by_conversation_id(second)
+            waited = time.monotonic() - started
+        finally:
+            resume.set()
+            thread.join()
+        assert not failures
+        assert waited < 3, f"the writes of {second} waited {waited:.1f} s for {first}'s locks"
+
+
+def test_save_all_of_a_new_conversation_next_to_a_save_all_in_flight(url: str) -> None:
+    # On InnoDB, deleting a conversation's messages locks the gap after them; deleting the
+    # messages of a conversation that has none locks the same gap when it sorts next. Two
+    # save_all calls that each hold that gap and then insert into it deadlock, so a new
+    # conversation's save_all deletes nothing.
+    if url.startswith("sqlite"):
+        pytest.skip("SQLite has one writer at a time by design")
+    base = f"gap-{uuid.uuid4()}"
+    first, new, last = f"{base}-a", f"{base}-am", f"{base}-b"  # new sorts between the two
+    options: dict[str, Any] = {"table_prefix": PREFIX, "initialize_schema": "always"}
+    paused, resume = threading.Event(), threading.Event()
+    retried: list[str] = []
+    failures: list[BaseException] = []
+
+    def pause(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.startswith(f"DELETE FROM {PREFIX}messages") and first in str(parameters):
+            paused.set()
+            resume.wait(10)
+
+    def record(context: Any) -> None:
+        if is_retryable(context.sqlalchemy_exception or context.original_exception):
+            retried.append(str(context.original_exception))
+
+    def run(call: Any) -> None:
+        try:
+            call()
+        except BaseException as exc:
+            failures.append(exc)
+            paused.set()
+
+    with (
+        SqlChatMemoryRepository.from_url(url, **options) as holding,
+        SqlChatMemoryRepository.from_url(url, **options) as other,
+    ):
+        holding.append(first, [UserMessage("a")])
+        holding.append(last, [UserMessage("b")])
+        for repository in (holding, other):
+            event.listen(repository._engine, "handle_error", record)
+        event.listen(holding._engine, "after_cursor_execute", pause)
+        saves = [
+            threading.Thread(
+                target=run, args=(lambda: holding.save_all(first, [UserMessage("A")]),)
+            ),
+            threading.Thread(target=run, args=(lambda: other.save_all(new, [UserMessage("M")]),)),
+        ]
+        saves[0].start()
+        try:
+            assert paused.wait(10), "save_all never deleted messages"
+            saves[1].start()
+            time.sleep(0.5)  # the new conversation's insert now waits for the gap, or not
+        finally:
+            resume.set()
+            for thread in saves:
+                if thread.ident is not None:
+                    thread.join()
+        assert not failures
+        assert retried == []
+        assert [m.text for m in other.find_by_conversation_id(new)] == ["M"]  # type: ignore[attr-defined]
+        assert [m.text for m in other.find_by_conversation_id(first)] == ["A"]  # type: ignore[attr-defined]
+        for cid in (first, new, last):
+            other.delete_by_conversation_id(cid)
 
 
 # -- statements per call ------------------------------------------------------------------------

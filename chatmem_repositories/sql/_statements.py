@@ -60,6 +60,9 @@ __all__ = ["Batch", "Statements", "as_position", "to_stored"]
 _LIKE_ESCAPE = "/"
 # Rows per INSERT: well under every dialect's bound-parameter limit (SQLite: 32766).
 INSERT_CHUNK = 500
+FIRST_POSITION = 1
+"""Position of a new conversation's first message: a reservation starting here created the
+conversation row, so it has no messages yet."""
 
 ReservationMode = Literal["returning", "mysql", "generic"]
 
@@ -149,6 +152,9 @@ class Statements:
         """Whether :meth:`append_in_one_statement` is available."""
         self.skip_conflicts = dialect_name in ("postgresql", "sqlite")
         """Whether one INSERT can skip ids already stored and return what it stored."""
+        self.innodb = dialect_name in ("mysql", "mariadb")
+        """Whether locking statements take InnoDB's next-key (row and gap) locks: they must
+        then scan only the conversation they change (see :meth:`purge_one`)."""
 
     # -- conditions --------------------------------------------------------------------------
 
@@ -170,9 +176,9 @@ class Statements:
         return {
             "conversation_id": conversation_id,
             "owner": owner_of(conversation_id),
-            "next_position": 1 + n,
+            "next_position": FIRST_POSITION + n,
             "first_position": 0,
-            "system_position": None if offset is None else 1 + offset,
+            "system_position": None if offset is None else FIRST_POSITION + offset,
             "created_at": now,
             "updated_at": now,
             "expires_at": expires_at,
@@ -308,7 +314,7 @@ class Statements:
         new_row = {
             "conversation_id": bindparam("cid", type_=c.conversation_id.type),
             "owner": bindparam("owner", type_=c.owner.type),
-            "next_position": n + 1,
+            "next_position": n + FIRST_POSITION,
             "first_position": 0,
             "system_position": None,
             "created_at": now,
@@ -410,13 +416,15 @@ class Statements:
             .values(system_position=newest)
         )
 
-    def delete_messages(self, conversation_id: str, *, before: int | None = None) -> Delete:
-        """Delete a conversation's messages, optionally only those before a position."""
+    def delete_messages(self, conversation_id: str) -> Delete:
+        """Delete all of a conversation's messages.
+
+        An equality on the key prefix only: InnoDB then locks the conversation's rows and
+        just the gap after them, never the next conversation's first row (a range such as
+        ``position < n`` would take a next-key lock on it).
+        """
         m = self.messages.c
-        statement = delete(self.messages).where(m.conversation_id == conversation_id)
-        if before is not None:
-            statement = statement.where(m.position < before)
-        return statement
+        return delete(self.messages).where(m.conversation_id == conversation_id)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -547,10 +555,13 @@ class Statements:
     def delete_chat_before(self, conversation_id: str, position: int) -> Delete:
         """Delete non-system messages before ``position``."""
         m = self.messages.c
+        # On InnoDB, `position + 0` keeps the position out of the index range: the scan is
+        # then an equality on the conversation, which locks only its rows and the gap after
+        # them. A range ending past the conversation's last row would take a next-key lock
+        # on the next conversation's first row, which that conversation's writers wait for.
+        before = (m.position + 0 if self.innodb else m.position) < position
         return delete(self.messages).where(
-            m.conversation_id == conversation_id,
-            m.is_system == false(),
-            m.position < position,
+            m.conversation_id == conversation_id, m.is_system == false(), before
         )
 
     def delete_conversation(self, conversation_id: str) -> Delete:
@@ -558,15 +569,28 @@ class Statements:
         c = self.conversations.c
         return delete(self.conversations).where(c.conversation_id == conversation_id)
 
-    def expired(self, now: datetime, limit: int) -> Select[Any]:
-        """Lock a batch of expired conversation rows."""
+    def expired(self, now: datetime, limit: int, *, lock: bool) -> Select[Any]:
+        """A batch of expired conversation ids in id order, locked if ``lock``."""
         c = self.conversations.c
-        return (
+        statement = (
             select(c.conversation_id)
             .where(self._expired(now))
             .order_by(c.conversation_id)
             .limit(limit)
-            .with_for_update()
+        )
+        return statement.with_for_update() if lock else statement
+
+    def purge_one(self, conversation_id: str, now: datetime) -> Delete:
+        """Delete one conversation row if it is still expired (InnoDB's purge).
+
+        Found by its primary key, so InnoDB locks that row only, before its index entries:
+        the order of an append. A locking scan of the expiry index locks the entries first,
+        and next-key locks the entry of the first live conversation after them; with
+        appends locking row then entry, the two deadlock.
+        """
+        c = self.conversations.c
+        return delete(self.conversations).where(
+            c.conversation_id == conversation_id, self._expired(now)
         )
 
     def purge_messages(self, ids: Sequence[str], now: datetime) -> Delete:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from sqlalchemy import exc as sa_exc
@@ -29,6 +30,7 @@ from chatmem_repositories.sql._errors import is_retryable, map_error
 from chatmem_repositories.sql._options import SqlOptions
 from chatmem_repositories.sql._schema import build_tables, schema_ddl
 from chatmem_repositories.sql._statements import (
+    FIRST_POSITION,
     INSERT_CHUNK,
     Batch,
     Statements,
@@ -278,8 +280,9 @@ class SqlChatMemoryRepository:
             row = (connection.execute(sql.counter(conversation_id))).one()
         start = int(row[0]) - len(batch.messages)
         if int(row[1]) == start:
-            # This write revived an expired conversation: its old messages go.
-            connection.execute(sql.delete_messages(conversation_id, before=start))
+            # This write revived an expired conversation: its old messages go. They are all
+            # of its messages: every one is below the old next position, `start`.
+            connection.execute(sql.delete_messages(conversation_id))
             existing = set()
         return start, existing
 
@@ -351,7 +354,12 @@ class SqlChatMemoryRepository:
 
         def work(connection: Connection) -> None:
             start, _ = self._reserve(connection, conversation_id, batch, now, replace=True)
-            connection.execute(self._sql.delete_messages(conversation_id))
+            if start != FIRST_POSITION:
+                # A conversation this reservation created has no messages. Skipping the
+                # delete matters on InnoDB: deleting nothing still locks the gap before the
+                # next conversation's first message, and a neighbour that deleted its own
+                # messages and inserts into that same gap would deadlock with our insert.
+                connection.execute(self._sql.delete_messages(conversation_id))
             for chunk in _chunks(batch.rows(conversation_id, start)):
                 connection.execute(self._sql.insert_messages(chunk, skip_conflicts=False))
 
@@ -511,11 +519,18 @@ class SqlChatMemoryRepository:
         return self._write(work)
 
     def purge_expired(self) -> int:
-        """Delete expired conversations in batches; return how many were deleted."""
+        """Delete expired conversations in batches; return how many were deleted.
+
+        On MySQL/MariaDB each conversation is deleted in a transaction of its own, in the
+        lock order of every other write (see :meth:`_purge_one_by_one`).
+        """
         now = _now()
+        if self._sql.innodb:
+            return self._purge_one_by_one(now)
 
         def work(connection: Connection) -> tuple[int, int]:
-            ids = [r[0] for r in (connection.execute(self._sql.expired(now, _PURGE_BATCH)))]
+            expired = self._sql.expired(now, _PURGE_BATCH, lock=True)
+            ids = [r[0] for r in (connection.execute(expired))]
             if not ids:
                 return 0, 0
             connection.execute(self._sql.purge_messages(ids, now))
@@ -527,6 +542,31 @@ class SqlChatMemoryRepository:
             seen, deleted = self._write(work)
             total += deleted
             if seen < _PURGE_BATCH:
+                return total
+
+    def _purge_one_by_one(self, now: datetime) -> int:
+        # InnoDB locks what a statement scans, gaps included. Every other write locks the
+        # conversation row first, then its messages; a purge that locked a batch of rows
+        # through the expiry index, or deleted by a list of ids (which MariaDB may run as a
+        # table scan), locked rows of live conversations and index entries before their
+        # rows, and deadlocked with appends and deletes. So the expired ids are read without
+        # locks, and each conversation is then deleted like delete_by_conversation_id: its
+        # row by primary key (if still expired), then its messages, and committed before
+        # the next one, so the purge never holds one conversation while waiting for another.
+        sql = self._sql
+
+        def purge(connection: Connection, conversation_id: str) -> int:
+            if not (connection.execute(sql.purge_one(conversation_id, now))).rowcount:
+                return 0  # revived meanwhile, or purged by another caller
+            connection.execute(sql.delete_messages(conversation_id))
+            return 1
+
+        total = 0
+        while True:
+            rows = self._fetch(sql.expired(now, _PURGE_BATCH, lock=False))
+            for (conversation_id,) in rows:
+                total += self._write(partial(purge, conversation_id=conversation_id))
+            if len(rows) < _PURGE_BATCH:
                 return total
 
     def close(self) -> None:
