@@ -164,11 +164,13 @@ def _proxy(backend: str) -> Iterator[tuple[Proxy, str, str]]:
 
 
 def _warm_up(backend: str, url: str, cid: str) -> None:
-    """Append once straight to the server, with its default timeouts, before any fault.
+    """On Neo4j, append once straight to the server, with its default timeouts, first.
 
     A cold server plans a statement the first time it sees it (Neo4j takes over a second on a
     loaded machine), which the short timeouts of the proxied repository must not measure.
     """
+    if backend != "neo4j":
+        return
     with create_repository(url, **DIRECT.get(backend, {})) as direct:
         direct.append(cid, [UserMessage("warm-up")])
 
@@ -204,7 +206,10 @@ def _check(backend: str, url: str, cid: str, outcomes: Outcomes) -> None:
     applied = [outcomes.failures.get(i, i) for i in failed_present]
     assert applied == [], "an append that raised a plain error was applied"
     assert outcomes.count("ok") > 0
-    assert outcomes.errors["blackhole"] > 0, "the blackhole caused no error"
+    # An error is counted when its call ends: a call that met the blackhole may give up
+    # just after the toxic was removed.
+    blackholed = outcomes.errors["blackhole"] + outcomes.errors["recovery"]
+    assert blackholed > 0, "the blackhole caused no error"
     assert max(outcomes.error_seconds.values()) < BOUND
 
 
