@@ -16,6 +16,10 @@ concurrent calls, every call is recorded with its interval and outcome, and
 was torn, no message duplicated or reordered, and no read saw the future. A failure names the
 seed; ``CHATMEM_CHECKER_SEED`` replays the schedule (see docs/testing.md).
 
+A repository that takes ``clock=`` is tested for expiry without sleeping: set
+``supports_clock = True`` on the test class, and the suite passes a :class:`ManualClock` and
+advances it over the time to live.
+
 The suites need pytest (and pytest-asyncio for the async variant); they are imported on first
 use, so the scripted model, the history checker and the test server work without pytest.
 """
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from chatmem.testing._async.history_checker import AsyncHistoryChecker
 from chatmem.testing._async.scripted import AsyncScriptedChatModel, ScriptedReply
 from chatmem.testing._checker import Anomaly, find_anomalies
+from chatmem.testing._clock import ManualClock
 from chatmem.testing._history import History, HistoryReport, Operation, Outcome
 from chatmem.testing._report import HistoryCheckError, check_history
 from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_message, tool_turn
@@ -70,6 +75,7 @@ __all__ = [
     "HistoryChecker",
     "HistoryCheckerConformance",
     "HistoryReport",
+    "ManualClock",
     "OpenAITestServer",
     "Operation",
     "Outcome",

@@ -1,9 +1,9 @@
 """The repository conformance suite. Every backend, built-in or third-party, runs it.
 
 Subclass :class:`AsyncRepositoryConformance` in a test module and provide one fixture,
-``repository_factory``: a callable that takes repository options (only ``ttl`` is used) and
-returns a new, ready repository. Each test uses fresh conversation ids, so the store need not
-be emptied between tests.
+``repository_factory``: a callable that takes repository options (``ttl``, and ``clock`` when
+``supports_clock`` is set) and returns a new, ready repository. Each test uses fresh
+conversation ids, so the store need not be emptied between tests.
 
 Example:
     ```python
@@ -41,6 +41,7 @@ from chatmem.messages import (
     ToolResponseMessage,
     UserMessage,
 )
+from chatmem.testing._clock import ManualClock
 from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_message, tool_turn
 
 __all__ = ["AsyncRepositoryConformance"]
@@ -64,7 +65,12 @@ class AsyncRepositoryConformance:
     appends_per_writer: ClassVar[int] = 200
     """Appends each writer makes in the concurrency test."""
     ttl_seconds: ClassVar[float] = 2.0
-    """TTL used by the expiry test; the test waits a little over twice as long."""
+    """TTL used by the expiry tests; without a clock the test waits a little over twice as long."""
+    supports_clock: ClassVar[bool] = False
+    """True when ``repository_factory(clock=...)`` makes a repository that reads the time from
+    ``clock`` (a callable returning an aware UTC datetime) for every expiry decision. The
+    expiry tests then advance a :class:`~chatmem.testing.ManualClock` instead of sleeping.
+    Leave it False for stores whose server enforces the TTL (Redis, Cassandra)."""
 
     @pytest.fixture
     async def repository(self, repository_factory: Factory) -> AsyncIterator[AsyncChatMemoryLog]:
@@ -409,13 +415,24 @@ class AsyncRepositoryConformance:
     async def test_ttl_expires_whole_conversation(
         self, repository_factory: Factory, cid: str
     ) -> None:
-        repository = await repository_factory(ttl=timedelta(seconds=self.ttl_seconds))
+        ttl = timedelta(seconds=self.ttl_seconds)
+        clock = ManualClock() if self.supports_clock else None
+        if clock is None:
+            repository = await repository_factory(ttl=ttl)
+        else:
+            repository = await repository_factory(ttl=ttl, clock=clock)
         try:
             owner = f"ttl-{uuid.uuid4()}"
             expiring = scoped_conversation_id(owner, "c")
             await repository.append(expiring, [SystemMessage("s"), UserMessage("u")])
             assert len(await repository.find_by_conversation_id(expiring)) == 2
-            await async_sleep(self.ttl_seconds * 2.5)
+            if clock is None:
+                await async_sleep(self.ttl_seconds * 2.5)
+            else:
+                # Just short of the TTL nothing has expired; just past it, everything has.
+                clock.advance(ttl - timedelta(milliseconds=10))
+                assert len(await repository.find_by_conversation_id(expiring)) == 2
+                clock.advance(timedelta(milliseconds=20))
             assert await repository.find_by_conversation_id(expiring) == []
             assert await repository.find_recent(expiring, 10) == []
             assert await repository.find_system_message(expiring) is None
@@ -423,6 +440,12 @@ class AsyncRepositoryConformance:
             assert page.conversation_ids == []
             assert expiring not in await repository.find_conversation_ids()
             assert await repository.purge_expired() >= 0
+            if clock is not None:
+                # The clock stands still, so the same repository restarts the conversation
+                # and reads it back without any risk of expiring it in between.
+                await repository.append(expiring, [UserMessage("again")])
+                assert _texts(await repository.find_by_conversation_id(expiring)) == ["again"]
+                return
             # Restarting an expired conversation starts it empty. A repository without TTL
             # does the re-append, so a slow machine cannot expire it again before the read.
             plain = await repository_factory()
@@ -434,6 +457,32 @@ class AsyncRepositoryConformance:
                 await plain.aclose()
         finally:
             await repository.delete_by_conversation_id(expiring)
+            await repository.aclose()
+
+    @pytest.mark.asyncio
+    async def test_ttl_counts_from_the_last_write(
+        self, repository_factory: Factory, cid: str
+    ) -> None:
+        if not self.supports_clock:
+            pytest.skip("needs supports_clock: without a clock this is a race against the TTL")
+        ttl = timedelta(seconds=self.ttl_seconds)
+        clock = ManualClock()
+        repository = await repository_factory(ttl=ttl, clock=clock)
+        try:
+            await repository.append(cid, [UserMessage("u1")])
+            clock.advance(ttl * 0.75)
+            await repository.append(cid, [AssistantMessage("a1")])
+            # Past the first write's TTL, within the second's: the whole conversation stays.
+            clock.advance(ttl * 0.75)
+            assert _texts(await repository.find_by_conversation_id(cid)) == ["u1", "a1"]
+            assert _texts([s.message for s in await repository.find_recent(cid, 10)]) == [
+                "u1",
+                "a1",
+            ]
+            clock.advance(ttl * 0.5)
+            assert await repository.find_by_conversation_id(cid) == []
+        finally:
+            await repository.delete_by_conversation_id(cid)
             await repository.aclose()
 
     # -- hostile input ---------------------------------------------------------------------------
