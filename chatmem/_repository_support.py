@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from datetime import datetime, timedelta
+from collections.abc import Callable, Collection, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TypeAlias
 
+from chatmem._records import ConversationPage
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, searchable_text
 
 __all__ = [
     "MAX_LIMIT",
+    "Clock",
+    "check_clock",
     "check_limit",
+    "conversation_page",
     "escape_like",
     "matches_history_filters",
     "normalize_ttl",
+    "unique_by_id",
+    "utc_now",
 ]
+
+Clock: TypeAlias = Callable[[], datetime]
+"""Where a repository reads "now": a callable returning an aware UTC datetime.
+
+Repositories that compute expiry on the client take one as ``clock=`` so tests can step
+time forward instead of sleeping (see :class:`chatmem.testing.ManualClock`).
+"""
 
 
 MAX_LIMIT = 1_000_000_000
@@ -65,3 +79,57 @@ def escape_like(text: str, escape: str = "\\") -> str:
     return (
         text.replace(escape, escape + escape).replace("%", escape + "%").replace("_", escape + "_")
     )
+
+
+def utc_now() -> datetime:
+    """Return the current time as an aware UTC datetime: the default :data:`Clock`."""
+    return datetime.now(UTC)
+
+
+def check_clock(clock: Clock | None) -> Clock:
+    """Return ``clock``, or :func:`utc_now` when it is ``None``.
+
+    Args:
+        clock: A callable returning aware datetimes, or ``None``.
+
+    Raises:
+        ConfigurationError: If ``clock`` is not callable.
+    """
+    if clock is None:
+        return utc_now
+    if not callable(clock):
+        raise ConfigurationError(f"clock must be a callable returning a datetime, got {clock!r}")
+    return clock
+
+
+def unique_by_id(messages: Sequence[Message]) -> list[Message]:
+    """Drop repeats of a message id within one call, keeping the first.
+
+    Every ``append`` and ``save_all`` stores a message id at most once per conversation; a
+    batch that repeats an id stores its first occurrence.
+
+    Args:
+        messages: The messages, in order.
+    """
+    seen: set[str] = set()
+    unique = []
+    for message in messages:
+        if message.id not in seen:
+            seen.add(message.id)
+            unique.append(message)
+    return unique
+
+
+def conversation_page(ids: Sequence[str], limit: int) -> ConversationPage:
+    """Build a page of ``list_conversations`` from ids fetched with one more than ``limit``.
+
+    A backend asks its store for ``limit + 1`` ids in id order after the cursor; the extra
+    one only tells that another page follows, whose cursor is the last id of this page.
+
+    Args:
+        ids: Conversation ids in ascending order, at most ``limit + 1`` of them.
+        limit: The page size asked for.
+    """
+    page = list(ids[:limit])
+    more = len(ids) > limit and bool(page)
+    return ConversationPage(page, page[-1] if more else None)

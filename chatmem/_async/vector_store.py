@@ -1,7 +1,8 @@
-"""The vector-store contract and the in-memory vector store (numpy, cosine)."""
+"""The vector-store contract, the base stores derive from, and the in-memory store."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "AsyncBaseVectorStore",
     "AsyncInMemoryVectorStore",
     "AsyncVectorStore",
     "async_embed_documents",
@@ -160,7 +162,106 @@ def _numpy() -> Any:
     return numpy
 
 
-class AsyncInMemoryVectorStore:
+class AsyncBaseVectorStore(ABC):
+    """What every vector store shares: argument checks, query embedding and set-up order.
+
+    A store derives from it and implements :meth:`_search_by_vector`, which receives
+    checked arguments (a vector of the right length, a :class:`VectorFilter`), plus
+    ``add``, ``delete``, ``delete_where`` and ``aclose``. The base owns both public searches,
+    so they validate, set up and embed the same way on every store. A store that must
+    prepare something before its first search (a table, an index) overrides
+    :meth:`_ensure_ready`, which by default only asks the model for its dimensions.
+
+    Example:
+        ```python
+        class AsyncMyStore(AsyncBaseVectorStore):
+            async def _search_by_vector(self, vector, top_k, score_threshold, where):
+                rows = await self._client.knn(vector, top_k, dict(where))
+                return [VectorDocument(**row) for row in rows if row["score"] >= score_threshold]
+        ```
+
+    Args:
+        embedding_model: Embeds documents and queries.
+        dimensions: Vector length; asked of the embedding model when ``None``.
+
+    Raises:
+        ConfigurationError: If the model is of the other flavor (async for a sync store).
+    """
+
+    def __init__(self, embedding_model: AsyncEmbeddingModel, *, dimensions: int | None = None):
+        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        self.embedding_model = embedding_model
+        """The model that embeds documents and queries."""
+        self._dimensions = dimensions
+
+    async def _ensure_ready(self) -> None:
+        """Prepare the store before a search or write; learns the dimensions by default."""
+        if self._dimensions is None:
+            self._dimensions = await self.embedding_model.dimensions()
+
+    @abstractmethod
+    async def _search_by_vector(
+        self, vector: list[float], top_k: int, score_threshold: float, where: VectorFilter
+    ) -> list[VectorDocument]:
+        """Return the ``top_k`` best documents scoring at least ``score_threshold``, best first.
+
+        Called with checked arguments after :meth:`_ensure_ready`.
+        """
+
+    async def similarity_search(
+        self,
+        query: str,
+        *,
+        top_k: int = 4,
+        score_threshold: float = 0.0,
+        where: Where = None,
+    ) -> list[VectorDocument]:
+        """Return the documents most similar to ``query``, best first, with their scores.
+
+        Args:
+            query: The text to embed and compare.
+            top_k: How many documents at most.
+            score_threshold: Lowest score returned.
+            where: Only documents whose metadata matches; ``None`` searches everything.
+
+        Raises:
+            ConfigurationError: For an out-of-range argument, a filter that is not
+                structured, or a query embedding of the wrong length.
+        """
+        check_search(top_k, score_threshold)
+        condition = as_filter(where)
+        await self._ensure_ready()
+        vector = await async_embed_query(self.embedding_model, query, self._dimensions)
+        return await self._search_by_vector(vector, top_k, score_threshold, condition)
+
+    async def similarity_search_by_vector(
+        self,
+        vector: Sequence[float],
+        *,
+        top_k: int = 4,
+        score_threshold: float = 0.0,
+        where: Where = None,
+    ) -> list[VectorDocument]:
+        """Like :meth:`similarity_search` with an embedding instead of a text.
+
+        Args:
+            vector: The query embedding.
+            top_k: How many documents at most.
+            score_threshold: Lowest score returned.
+            where: Only documents whose metadata matches.
+
+        Raises:
+            ConfigurationError: For an out-of-range argument, a filter that is not
+                structured, or a vector of the wrong length.
+        """
+        check_search(top_k, score_threshold)
+        condition = as_filter(where)
+        await self._ensure_ready()
+        checked = check_vector(vector, self._dimensions)
+        return await self._search_by_vector(checked, top_k, score_threshold, condition)
+
+
+class AsyncInMemoryVectorStore(AsyncBaseVectorStore):
     """Keeps documents and unit vectors in this process; exact cosine search with numpy.
 
     Filters are answered from an inverted index on string metadata, so a search filtered to
@@ -182,11 +283,8 @@ class AsyncInMemoryVectorStore:
     """
 
     def __init__(self, embedding_model: AsyncEmbeddingModel, *, dimensions: int | None = None):
-        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        super().__init__(embedding_model, dimensions=dimensions)
         self._np = _numpy()
-        self.embedding_model = embedding_model
-        """The model that embeds documents and queries."""
-        self._dimensions = dimensions
         self._lock = AsyncLock()
         self._matrix: npt.NDArray[np.float32] | None = None
         self._documents: list[VectorDocument] = []  # row i holds documents[i]
@@ -205,58 +303,18 @@ class AsyncInMemoryVectorStore:
         documents = list(documents)
         if not documents:
             return []
-        if self._dimensions is None:
-            self._dimensions = await self.embedding_model.dimensions()
+        await self._ensure_ready()
         vectors = await async_embed_documents(self.embedding_model, documents, self._dimensions)
         async with self._lock:
             for document, vector in zip(documents, vectors, strict=True):
                 self._put(document.model_copy(update={"embedding": None}), vector)
         return [d.id for d in documents]
 
-    async def similarity_search(
-        self,
-        query: str,
-        *,
-        top_k: int = 4,
-        score_threshold: float = 0.0,
-        where: Where = None,
+    async def _search_by_vector(
+        self, vector: list[float], top_k: int, score_threshold: float, where: VectorFilter
     ) -> list[VectorDocument]:
-        """Return the documents most similar to ``query``, best first, with their scores.
-
-        Args:
-            query: The text.
-            top_k: How many documents at most.
-            score_threshold: Lowest score returned.
-            where: Only documents whose metadata matches.
-        """
-        check_search(top_k, score_threshold)
-        condition = as_filter(where)
-        vector = await async_embed_query(self.embedding_model, query, self._dimensions)
-        return await self.similarity_search_by_vector(
-            vector, top_k=top_k, score_threshold=score_threshold, where=condition
-        )
-
-    async def similarity_search_by_vector(
-        self,
-        vector: Sequence[float],
-        *,
-        top_k: int = 4,
-        score_threshold: float = 0.0,
-        where: Where = None,
-    ) -> list[VectorDocument]:
-        """Like :meth:`similarity_search` with an embedding instead of a text.
-
-        Args:
-            vector: The query embedding.
-            top_k: How many documents at most.
-            score_threshold: Lowest score returned.
-            where: Only documents whose metadata matches.
-        """
-        check_search(top_k, score_threshold)
-        condition = as_filter(where)
-        query = check_vector(vector, self._dimensions)
         async with self._lock:
-            return self._search(query, top_k, score_threshold, condition)
+            return self._search(vector, top_k, score_threshold, where)
 
     async def delete(self, ids: Sequence[str]) -> None:
         """Delete documents by id; unknown ids are not an error.

@@ -1,0 +1,153 @@
+"""The public backend toolkit: its shared rules and the vector-store base."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Sequence
+from datetime import UTC
+
+import pytest
+
+import chatmem.backend as toolkit
+from chatmem import ConfigurationError, UserMessage
+from chatmem.backend import (
+    AsyncBaseVectorStore,
+    BaseVectorStore,
+    VectorDocument,
+    VectorFilter,
+    check_clock,
+    conversation_page,
+    cosine_score,
+    unique_by_id,
+    utc_now,
+)
+from chatmem.testing.vectors import AsyncHashingEmbeddingModel, HashingEmbeddingModel
+
+
+def test_every_exported_name_exists_and_classes_and_functions_are_documented() -> None:
+    for name in toolkit.__all__:
+        obj = getattr(toolkit, name)
+        if callable(obj) and getattr(obj, "__module__", "").startswith("chatmem"):
+            assert obj.__doc__, name
+
+
+def test_the_toolkit_names_are_the_ones_the_core_uses() -> None:
+    # One object, not a copy: a backend and the core agree on what a StoredMessage is.
+    records = importlib.import_module("chatmem.repository")
+    assert toolkit.StoredMessage is records.StoredMessage
+    assert toolkit.ConversationPage is records.ConversationPage
+
+
+def test_unique_by_id_keeps_the_first_occurrence_in_order() -> None:
+    a, b = UserMessage("a", id="1"), UserMessage("b", id="2")
+    again = UserMessage("a again", id="1")
+    assert unique_by_id([a, b, again]) == [a, b]
+    assert unique_by_id([]) == []
+
+
+@pytest.mark.parametrize(
+    ("ids", "limit", "page", "cursor"),
+    [
+        (["a", "b", "c"], 2, ["a", "b"], "b"),
+        (["a", "b"], 2, ["a", "b"], None),
+        (["a"], 2, ["a"], None),
+        ([], 2, [], None),
+        (["a"], 0, [], None),
+    ],
+)
+def test_conversation_page_uses_the_extra_id_only_to_tell_a_next_page_exists(
+    ids: list[str], limit: int, page: list[str], cursor: str | None
+) -> None:
+    result = conversation_page(ids, limit)
+    assert result.conversation_ids == page
+    assert result.next_cursor == cursor
+
+
+def test_check_clock_defaults_to_aware_utc_now_and_rejects_non_callables() -> None:
+    assert check_clock(None) is utc_now
+    assert utc_now().tzinfo is UTC
+    clock = utc_now
+    assert check_clock(clock) is clock
+    with pytest.raises(ConfigurationError, match="clock"):
+        check_clock("now")  # type: ignore[arg-type]
+
+
+class _ListStore(BaseVectorStore):
+    """The smallest store on the base: a list, searched exhaustively."""
+
+    def __init__(self) -> None:
+        super().__init__(HashingEmbeddingModel(dimensions=16))
+        self.rows: list[tuple[VectorDocument, list[float]]] = []
+        self.seen: list[tuple[list[float], int, float, VectorFilter]] = []
+
+    def add(self, documents: Sequence[VectorDocument]) -> list[str]:
+        self._ensure_ready()
+        vectors = toolkit.embed_documents(self.embedding_model, documents, self._dimensions)
+        self.rows += list(zip(documents, vectors, strict=True))
+        return [d.id for d in documents]
+
+    def _search_by_vector(
+        self, vector: list[float], top_k: int, score_threshold: float, where: VectorFilter
+    ) -> list[VectorDocument]:
+        self.seen.append((vector, top_k, score_threshold, where))
+        scored = [
+            d.model_copy(update={"score": cosine_score(vector, v)})
+            for d, v in self.rows
+            if where.matches(d.metadata)
+        ]
+        scored.sort(key=lambda d: -(d.score or 0.0))
+        return [d for d in scored[:top_k] if (d.score or 0.0) >= score_threshold]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.rows = [(d, v) for d, v in self.rows if d.id not in ids]
+
+    def delete_where(self, where: object) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_base_checks_embeds_and_passes_a_filter_value_to_the_store() -> None:
+    store = _ListStore()
+    store.add(
+        [
+            VectorDocument(text="I live in Paris", metadata={"owner": "ann"}),
+            VectorDocument(text="I live in Rome", metadata={"owner": "bob"}),
+        ]
+    )
+    found = store.similarity_search("I live in Paris", top_k=5, where={"owner": "ann"})
+    assert [d.text for d in found] == ["I live in Paris"]
+    vector, top_k, threshold, where = store.seen[-1]
+    assert (len(vector), top_k, threshold, where) == (16, 5, 0.0, VectorFilter(owner="ann"))
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"top_k": 0}, {"top_k": 10_001}, {"score_threshold": 1.5}, {"where": "owner = 'ann'"}],
+)
+def test_both_searches_refuse_bad_arguments_before_the_store_sees_them(
+    arguments: dict[str, object],
+) -> None:
+    store = _ListStore()
+    with pytest.raises(ConfigurationError):
+        store.similarity_search("x", **arguments)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        store.similarity_search_by_vector([1.0] * 16, **arguments)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="dimensions"):
+        store.similarity_search_by_vector([1.0] * 3)
+    assert store.seen == []
+
+
+def test_an_async_store_refuses_a_sync_model() -> None:
+    class Store(AsyncBaseVectorStore):
+        async def _search_by_vector(
+            self, vector: list[float], top_k: int, score_threshold: float, where: VectorFilter
+        ) -> list[VectorDocument]:
+            return []
+
+    with pytest.raises(ConfigurationError, match="async"):
+        Store(HashingEmbeddingModel(dimensions=8))  # type: ignore[arg-type]
+    store = Store(AsyncHashingEmbeddingModel(dimensions=8))
+    assert asyncio.run(store.similarity_search("x")) == []
