@@ -4,26 +4,42 @@ A backend declares its options as a frozen pydantic model with ``extra="forbid"`
 :func:`parse_options` merges the URL's query string with keyword options (keywords win),
 validates them, and turns an unknown name into a :class:`~chatmem.ConfigurationError` that
 names it and suggests the closest known one.
+
+The URL option rule, the same for every backend, is :func:`parse_url_options`: each URL
+query parameter (and each keyword option) is either one of chatmem's options for that
+backend or one of the driver parameters the backend declares it passes through; anything
+else is a ``ConfigurationError`` naming it, with a suggestion drawn from both lists. Any
+other driver argument goes through the explicit ``driver_options={...}`` keyword. An option
+that was renamed keeps working under its old name with a ``DeprecationWarning`` naming the
+new one.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Mapping
+import warnings
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError
 
 from chatmem._urls import redact_url
 from chatmem.exceptions import ConfigurationError
 
 __all__ = [
+    "DRIVER_OPTIONS",
     "Duration",
+    "InitializeSchema",
+    "ParsedUrl",
+    "Renamed",
     "did_you_mean",
     "parse_options",
+    "parse_url_options",
     "redact_url",
+    "schema_flag",
     "split_query",
     "split_url",
 ]
@@ -43,6 +59,221 @@ def _seconds(value: object) -> object:
 
 Duration = Annotated[timedelta, BeforeValidator(_seconds), Field(gt=timedelta(0))]
 """A positive duration: a timedelta, seconds as a number, or seconds/ISO 8601 as text."""
+
+
+InitializeSchema = Literal["always", "never"]
+"""When a repository creates its schema (tables, indexes...): ``"always"`` on first use
+(idempotent), ``"never"`` when it is made elsewhere. The SQL backend adds ``"embedded"``."""
+
+DRIVER_OPTIONS = "driver_options"
+"""The keyword that carries arbitrary driver arguments, on every backend."""
+
+_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
+
+
+def schema_flag(value: object) -> str:
+    """Turn an old boolean ``create_indexes``/``create_schema`` value into ``initialize_schema``.
+
+    Args:
+        value: ``True``/``False`` or their text forms (``"true"``, ``"0"``...).
+
+    Raises:
+        ConfigurationError: If the value is not a boolean.
+    """
+    try:
+        return "always" if _BOOL.validate_python(value) else "never"
+    except ValidationError:
+        raise ConfigurationError(f"expected true or false, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """An option's former name, still accepted with a ``DeprecationWarning``.
+
+    Attributes:
+        new: The option's current name.
+        convert: Turns a value given under the old name into one for the new name (for
+            example :func:`schema_flag` for ``create_indexes`` -> ``initialize_schema``).
+    """
+
+    new: str
+    convert: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class ParsedUrl(Generic[OptionsT]):
+    """What :func:`parse_url_options` found in a URL and the keyword options.
+
+    Attributes:
+        url: The URL without chatmem's options; the declared driver parameters stay in its
+            query, as written, for the driver to read.
+        options: chatmem's options, validated.
+        driver_options: Keyword arguments for the driver: declared driver parameters given as
+            keywords, then the ``driver_options`` mapping (which wins).
+        url_driver_parameters: The declared driver parameters found in the URL, by the name
+            written there.
+    """
+
+    url: str
+    options: OptionsT
+    driver_options: dict[str, Any] = field(default_factory=dict)
+    url_driver_parameters: dict[str, str] = field(default_factory=dict)
+
+
+def _unknown_option(
+    name: str, model: type[BaseModel], driver_parameters: Collection[str], backend: str
+) -> ConfigurationError:
+    ours = sorted(model.model_fields)
+    theirs = sorted(driver_parameters)
+    passed = f"; driver parameters passed through: {', '.join(theirs)}" if theirs else ""
+    return ConfigurationError(
+        f"unknown option {name!r} for the {backend} repository"
+        f"{did_you_mean(name, {*ours, *theirs, DRIVER_OPTIONS})}; chatmem options: "
+        f"{', '.join(ours)}{passed}; other driver arguments go in {DRIVER_OPTIONS}={{...}}"
+    )
+
+
+def _rename(merged: dict[str, Any], renamed: Mapping[str, Renamed], backend: str) -> dict[str, Any]:
+    out = dict(merged)
+    for old, rule in renamed.items():
+        if old not in out:
+            continue
+        if rule.new in out:
+            raise ConfigurationError(
+                f"options {old!r} and {rule.new!r} of the {backend} repository are the same "
+                f"option; give only {rule.new!r}"
+            )
+        warnings.warn(
+            f"option {old!r} of the {backend} repository is deprecated; use {rule.new!r}",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        value = out.pop(old)
+        out[rule.new] = value if rule.convert is None else rule.convert(value)
+    return out
+
+
+def _split_keywords(
+    keyword_options: Mapping[str, Any],
+    ours: Collection[str],
+    is_driver: Callable[[str], bool],
+    unknown: Callable[[str], ConfigurationError],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    keyword_ours: dict[str, Any] = {}
+    driver_options: dict[str, Any] = {}
+    explicit: Any = None
+    for name, value in keyword_options.items():
+        if name == DRIVER_OPTIONS:
+            explicit = value
+        elif name in ours:
+            keyword_ours[name] = value
+        elif is_driver(name):
+            driver_options[name] = value
+        else:
+            raise unknown(name)
+    if explicit is not None:
+        if not isinstance(explicit, Mapping) or not all(isinstance(k, str) for k in explicit):
+            raise ConfigurationError(
+                f"{DRIVER_OPTIONS} must be a mapping of argument names to values, "
+                f"got {type(explicit).__name__}"
+            )
+        # Explicit driver arguments win over declared parameters given as keywords.
+        driver_options.update(explicit)
+    return keyword_ours, driver_options
+
+
+def parse_url_options(
+    model: type[OptionsT],
+    url: str,
+    keyword_options: Mapping[str, Any],
+    *,
+    backend: str,
+    driver_parameters: Collection[str] = (),
+    renamed: Mapping[str, Renamed] | None = None,
+    driver_case_sensitive: bool = True,
+) -> ParsedUrl[OptionsT]:
+    """Apply the URL option rule: chatmem options, declared driver parameters, nothing else.
+
+    Every query parameter of ``url`` and every keyword option must be one of:
+
+    - a field of ``model`` (chatmem's option; keywords win over the URL);
+    - a name in ``driver_parameters``, documented as passed to the driver: it stays in the
+      URL as written, or (as a keyword) goes into :attr:`ParsedUrl.driver_options`;
+    - a former name listed in ``renamed`` (a ``DeprecationWarning`` names the new one);
+    - the keyword ``driver_options``, a mapping of arbitrary driver arguments.
+
+    Example:
+        ```python
+        from pydantic import BaseModel, ConfigDict
+
+        from chatmem_repositories._options import parse_url_options
+
+
+        class Options(BaseModel):
+            model_config = ConfigDict(frozen=True, extra="forbid")
+            ttl: float | None = None
+
+
+        parsed = parse_url_options(
+            Options, "store://h/db?ttl=60&tls=true", {}, backend="store", driver_parameters=["tls"]
+        )
+        assert parsed.url == "store://h/db?tls=true" and parsed.options.ttl == 60
+        ```
+
+    Args:
+        model: The backend's frozen options model (``extra="forbid"``).
+        url: The repository URL.
+        keyword_options: Keyword options (typed values).
+        backend: The backend's name, for messages.
+        driver_parameters: The driver parameters the backend passes through.
+        renamed: Former option names and what they became.
+        driver_case_sensitive: False where the driver reads its URL options in any case
+            (MongoDB's connection string).
+
+    Raises:
+        ConfigurationError: For an unknown option (naming it, with a suggestion from both
+            lists), an option given twice in the URL, a ``driver_options`` that is not a
+            mapping of names, or a bad value.
+    """
+    renamed = renamed or {}
+    fold: Callable[[str], str] = (lambda n: n) if driver_case_sensitive else str.lower
+    passed = {fold(name) for name in driver_parameters}
+    ours = set(model.model_fields) | set(renamed)
+
+    def is_driver(name: str) -> bool:
+        return name not in ours and fold(name) in passed
+
+    parts = split_url(url)
+    url_ours: dict[str, str] = {}
+    url_theirs: dict[str, str] = {}
+    kept: list[str] = []
+    for piece in filter(None, parts.query.split("&")):
+        pairs = parse_qsl(piece, keep_blank_values=True) or [(piece, "")]
+        name, value = pairs[0]
+        if name in ours:
+            if name in url_ours:
+                raise ConfigurationError(f"option {name!r} is given twice in the URL")
+            url_ours[name] = value
+        elif is_driver(name):
+            url_theirs[name] = value
+            kept.append(piece)
+        elif name == DRIVER_OPTIONS:
+            raise ConfigurationError(
+                f"{DRIVER_OPTIONS} is a keyword argument (a mapping), not a URL option"
+            )
+        else:
+            raise _unknown_option(name, model, driver_parameters, backend)
+
+    keyword_ours, driver_options = _split_keywords(
+        keyword_options,
+        ours,
+        is_driver,
+        lambda n: _unknown_option(n, model, driver_parameters, backend),
+    )
+    merged = {**_rename(url_ours, renamed, backend), **_rename(keyword_ours, renamed, backend)}
+    options = parse_options(model, {}, merged, backend=backend)
+    base = urlunsplit(parts._replace(query="&".join(kept)))
+    return ParsedUrl(base, options, driver_options, url_theirs)
 
 
 def did_you_mean(name: str, known: list[str] | tuple[str, ...] | set[str]) -> str:
