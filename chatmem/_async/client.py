@@ -11,6 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 from chatmem._async.advisors import AsyncAdvisorChain, AsyncCallAdvisor, AsyncStreamAdvisor
 from chatmem._async.model import AsyncChatModel
 from chatmem._async.tool_calling import execute_tool_calls
+from chatmem._async.tracing import traced_stream
 from chatmem._client_request import (
     BuilderBase,
     RequestSpecBase,
@@ -21,11 +22,14 @@ from chatmem._client_request import (
 )
 from chatmem._concurrency import async_api
 from chatmem._flavor import check_flavor
+from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import genai
 from chatmem._twins import async_closing
 from chatmem.advisor import ChatClientRequest, ChatClientResponse, order_advisors
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
+from chatmem.memory import CONVERSATION_ID
 from chatmem.messages import AssistantMessage, Message
-from chatmem.model import ChatResponse, Generation, Usage, aggregate_chunks
+from chatmem.model import ChatResponse, Generation, Prompt, Usage, aggregate_chunks
 from chatmem.tools import (
     DEFAULT_MAX_TOOL_ITERATIONS,
     ToolErrorHandler,
@@ -73,12 +77,30 @@ class _AsyncModelTerminal:
             f"(max_tool_iterations={self.max_iterations})"
         )
 
+    async def _model_call(self, prompt: Prompt, request: ChatClientRequest) -> ChatResponse:
+        if not TELEMETRY:
+            return await self.model.call(prompt)
+        call = genai.model_call(prompt, self.model, request.context.get(CONVERSATION_ID))
+        with genai.running(call):
+            response = await self.model.call(prompt)
+            call.finish(response)
+        return response
+
+    def _model_stream(
+        self, prompt: Prompt, request: ChatClientRequest
+    ) -> AsyncIterator[ChatResponse]:
+        stream = self.model.stream(prompt)
+        if not TELEMETRY:
+            return stream
+        call = genai.model_call(prompt, self.model, request.context.get(CONVERSATION_ID))
+        return traced_stream(lambda: call.span, stream, call.finish_chunks, call.fail)
+
     async def call(self, request: ChatClientRequest) -> ChatClientResponse:
         messages: list[Message] = list(request.prompt.messages)
         produced: list[Message] = []
         usage: Usage | None = None
         for round_ in range(self.max_iterations + 1):
-            response = await self.model.call(request.prompt.with_messages(messages))
+            response = await self._model_call(request.prompt.with_messages(messages), request)
             usage = _add_usage(usage, response.usage)
             answer = _answer(response)
             produced.append(answer)
@@ -98,7 +120,7 @@ class _AsyncModelTerminal:
         for round_ in range(self.max_iterations + 1):
             chunks: list[ChatResponse] = []
             prompt = request.prompt.with_messages(messages)
-            async with async_closing(self.model.stream(prompt)) as stream:
+            async with async_closing(self._model_stream(prompt, request)) as stream:
                 async for chunk in stream:
                     chunks.append(chunk)
                     yield ChatClientResponse(chunk, request.context)
@@ -149,7 +171,12 @@ class AsyncCallResponseSpec:
         request, chain = self._client._prepare(self._state)
         if entity is not None:
             request = entity_format(request, entity)
-        return await chain.next_call(request)
+        if not TELEMETRY:
+            return await chain.next_call(request)
+        with genai.activate(genai.chat_span(request, self._client.chat_model)) as span:
+            response = await chain.next_call(request)
+            genai.record_chat_response(span, response.chat_response)
+        return response
 
     async def chat_client_response(self) -> ChatClientResponse:
         """Run the request; return the response with the final request context."""
@@ -196,7 +223,14 @@ class AsyncStreamResponseSpec:
     def chat_client_response(self) -> AsyncIterator[ChatClientResponse]:
         """Stream the request; yield chunks with the request context."""
         request, chain = self._client._prepare(self._state)
-        return chain.next_stream(request)
+        if not TELEMETRY:
+            return chain.next_stream(request)
+        model = self._client.chat_model
+        return traced_stream(
+            lambda: genai.chat_span(request, model),
+            chain.next_stream(request),
+            genai.end_chat_stream,
+        )
 
     async def chat_response(self) -> AsyncIterator[ChatResponse]:
         """Stream the request; yield the model's chunks (the last one carries the exchange)."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from chatmem import _telemetry as telemetry
+from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._twins import async_run_tool
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import ToolCall, ToolResponse, ToolResponseMessage
@@ -27,12 +30,23 @@ async def execute_tool_calls(
     """
     responses = []
     for call in calls:
-        text = await _run_one(call, tools, on_error)
+        text = await (
+            _run_traced(call, tools, on_error) if TELEMETRY else _run_one(call, tools, on_error)
+        )
         responses.append(ToolResponse(id=call.id, name=call.name, response_data=text))
     return ToolResponseMessage(responses=responses)
 
 
-async def _run_one(call: ToolCall, tools: Mapping[str, Tool], on_error: ToolErrorHandler) -> str:
+async def _run_traced(call: ToolCall, tools: Mapping[str, Tool], on_error: ToolErrorHandler) -> str:
+    with telemetry.activate(telemetry.tool_span(call)) as span:
+        text = await _run_one(call, tools, on_error, span)
+        telemetry.record_tool_result(span, text)
+        return text
+
+
+async def _run_one(
+    call: ToolCall, tools: Mapping[str, Tool], on_error: ToolErrorHandler, span: Any = None
+) -> str:
     selected = tools.get(call.name)
     try:
         if selected is None:
@@ -42,4 +56,7 @@ async def _run_one(call: ToolCall, tools: Mapping[str, Tool], on_error: ToolErro
     except ConfigurationError:
         raise
     except Exception as exc:
+        if span is not None:
+            # The model is told and the turn goes on, but the tool's span shows the failure.
+            telemetry.mark_error(span, exc)
         return on_error(call, exc)

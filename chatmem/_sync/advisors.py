@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
+from chatmem import _telemetry as telemetry
+from chatmem._sync.tracing import traced_stream
+from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._twins import closing
 from chatmem.advisor import ChatClientRequest, ChatClientResponse, aggregate_client_responses
 
@@ -129,9 +132,13 @@ class AdvisorChain:
         Args:
             request: The request to pass on.
         """
-        if self._index < len(self._call):
-            return self._call[self._index].advise_call(request, self._rest())
-        return self._terminal.call(request)
+        if self._index >= len(self._call):
+            return self._terminal.call(request)
+        advisor = self._call[self._index]
+        if not TELEMETRY:
+            return advisor.advise_call(request, self._rest())
+        with telemetry.activate(telemetry.advisor_span(advisor)):
+            return advisor.advise_call(request, self._rest())
 
     def next_stream(self, request: ChatClientRequest) -> Iterator[ChatClientResponse]:
         """Run the next stream advisor, or the model when none is left.
@@ -139,9 +146,14 @@ class AdvisorChain:
         Args:
             request: The request to pass on.
         """
-        if self._index < len(self._stream):
-            return self._stream[self._index].advise_stream(request, self._rest())
-        return self._terminal.stream(request)
+        if self._index >= len(self._stream):
+            return self._terminal.stream(request)
+        advisor = self._stream[self._index]
+        if not TELEMETRY:
+            return advisor.advise_stream(request, self._rest())
+        return traced_stream(
+            lambda: telemetry.advisor_span(advisor), advisor.advise_stream(request, self._rest())
+        )
 
 
 class BaseAdvisor:

@@ -23,11 +23,15 @@ from chatmem._flavor import check_flavor
 from chatmem._sync.advisors import AdvisorChain, CallAdvisor, StreamAdvisor
 from chatmem._sync.model import ChatModel
 from chatmem._sync.tool_calling import execute_tool_calls
+from chatmem._sync.tracing import traced_stream
+from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import genai
 from chatmem._twins import closing
 from chatmem.advisor import ChatClientRequest, ChatClientResponse, order_advisors
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
+from chatmem.memory import CONVERSATION_ID
 from chatmem.messages import AssistantMessage, Message
-from chatmem.model import ChatResponse, Generation, Usage, aggregate_chunks
+from chatmem.model import ChatResponse, Generation, Prompt, Usage, aggregate_chunks
 from chatmem.tools import (
     DEFAULT_MAX_TOOL_ITERATIONS,
     ToolErrorHandler,
@@ -73,12 +77,28 @@ class _AsyncModelTerminal:
             f"(max_tool_iterations={self.max_iterations})"
         )
 
+    def _model_call(self, prompt: Prompt, request: ChatClientRequest) -> ChatResponse:
+        if not TELEMETRY:
+            return self.model.call(prompt)
+        call = genai.model_call(prompt, self.model, request.context.get(CONVERSATION_ID))
+        with genai.running(call):
+            response = self.model.call(prompt)
+            call.finish(response)
+        return response
+
+    def _model_stream(self, prompt: Prompt, request: ChatClientRequest) -> Iterator[ChatResponse]:
+        stream = self.model.stream(prompt)
+        if not TELEMETRY:
+            return stream
+        call = genai.model_call(prompt, self.model, request.context.get(CONVERSATION_ID))
+        return traced_stream(lambda: call.span, stream, call.finish_chunks, call.fail)
+
     def call(self, request: ChatClientRequest) -> ChatClientResponse:
         messages: list[Message] = list(request.prompt.messages)
         produced: list[Message] = []
         usage: Usage | None = None
         for round_ in range(self.max_iterations + 1):
-            response = self.model.call(request.prompt.with_messages(messages))
+            response = self._model_call(request.prompt.with_messages(messages), request)
             usage = _add_usage(usage, response.usage)
             answer = _answer(response)
             produced.append(answer)
@@ -98,7 +118,7 @@ class _AsyncModelTerminal:
         for round_ in range(self.max_iterations + 1):
             chunks: list[ChatResponse] = []
             prompt = request.prompt.with_messages(messages)
-            with closing(self.model.stream(prompt)) as stream:
+            with closing(self._model_stream(prompt, request)) as stream:
                 for chunk in stream:
                     chunks.append(chunk)
                     yield ChatClientResponse(chunk, request.context)
@@ -149,7 +169,12 @@ class CallResponseSpec:
         request, chain = self._client._prepare(self._state)
         if entity is not None:
             request = entity_format(request, entity)
-        return chain.next_call(request)
+        if not TELEMETRY:
+            return chain.next_call(request)
+        with genai.activate(genai.chat_span(request, self._client.chat_model)) as span:
+            response = chain.next_call(request)
+            genai.record_chat_response(span, response.chat_response)
+        return response
 
     def chat_client_response(self) -> ChatClientResponse:
         """Run the request; return the response with the final request context."""
@@ -196,7 +221,14 @@ class StreamResponseSpec:
     def chat_client_response(self) -> Iterator[ChatClientResponse]:
         """Stream the request; yield chunks with the request context."""
         request, chain = self._client._prepare(self._state)
-        return chain.next_stream(request)
+        if not TELEMETRY:
+            return chain.next_stream(request)
+        model = self._client.chat_model
+        return traced_stream(
+            lambda: genai.chat_span(request, model),
+            chain.next_stream(request),
+            genai.end_chat_stream,
+        )
 
     def chat_response(self) -> Iterator[ChatResponse]:
         """Stream the request; yield the model's chunks (the last one carries the exchange)."""
