@@ -31,6 +31,7 @@ from typing import Any
 __all__ = [
     "OpenAITestServer",
     "RecordedRequest",
+    "RouteHandler",
     "ScriptedCompletion",
     "ServerReply",
     "validate_chat_messages",
