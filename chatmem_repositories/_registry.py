@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -21,9 +22,8 @@ from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
     did_you_mean,
-    parse_options,
+    parse_url_options,
     redact_url,
-    split_query,
     split_url,
 )
 
@@ -110,14 +110,15 @@ _registered: dict[str, RepositoryBackend] = {}
 class _MemoryOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     ttl: Duration | None = None
+    clock: Callable[[], datetime] | None = None  # keyword only: a URL holds no callable
 
 
 def _memory(is_async: bool) -> Callable[..., Any]:
     def create(url: str, **options: Any) -> Any:
-        _, query = split_query(url)
-        parsed = parse_options(_MemoryOptions, query, options, backend="memory")
+        # No driver, so no driver parameters: every URL option is one of chatmem's.
+        parsed = parse_url_options(_MemoryOptions, url, options, backend="memory")
         cls = AsyncInMemoryChatMemoryRepository if is_async else InMemoryChatMemoryRepository
-        return cls(ttl=parsed.ttl)
+        return cls(ttl=parsed.options.ttl, clock=parsed.options.clock)
 
     return create
 
@@ -152,6 +153,8 @@ def _builtin_backend(scheme: str, spec: _Builtin) -> RepositoryBackend:
     try:
         module = importlib.import_module(spec.module)
     except ImportError as exc:
+        if (exc.name or "").partition(".")[0] in {"chatmem", "chatmem_repositories"}:
+            raise  # chatmem's own module is broken: not a missing driver, so no pip line
         raise ConfigurationError(
             f"the {scheme!r} repository needs a driver that is not installed ({exc.name}): "
             f'pip install "chatmem[{spec.extra}]"'

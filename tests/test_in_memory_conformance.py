@@ -13,6 +13,8 @@ from chatmem.testing import (
 
 
 class TestInMemoryAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+    supports_clock = True
+
     @pytest.fixture
     def repository_factory(self) -> Callable[..., Awaitable[AsyncInMemoryChatMemoryRepository]]:
         async def factory(**options: Any) -> AsyncInMemoryChatMemoryRepository:
@@ -22,6 +24,8 @@ class TestInMemoryAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConforman
 
 
 class TestInMemorySync(RepositoryConformance, HistoryCheckerConformance):
+    supports_clock = True
+
     @pytest.fixture
     def repository_factory(self) -> Callable[..., InMemoryChatMemoryRepository]:
         return InMemoryChatMemoryRepository

@@ -85,7 +85,7 @@ def test_unknown_url_option_is_named_with_suggestion() -> None:
     message = str(caught.value)
     assert "unknown option 'tll'" in message
     assert "did you mean 'ttl'" in message
-    assert "known options: ttl" in message
+    assert "chatmem options: clock, ttl" in message
 
 
 def test_unknown_keyword_option_is_named() -> None:

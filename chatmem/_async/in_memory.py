@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import bisect
-import time
-from collections.abc import Collection, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Collection, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import ClassVar
 
 from chatmem._concurrency import AsyncLock
 from chatmem._records import ConversationPage, Position, StoredMessage
@@ -14,6 +14,7 @@ from chatmem._repository_support import (
     matches_history_filters,
     normalize_ttl,
 )
+from chatmem._version import __version__
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.messages import Message, MessageType, SystemMessage
 
@@ -32,7 +33,7 @@ class _Conversation:
         self.ids: set[str] = set()
         self.next_position = next_position
         self.owner = owner_of(conversation_id)
-        self.expires_at: float | None = None
+        self.expires_at: datetime | None = None
 
     def add(self, message: Message) -> StoredMessage | None:
         if message.id in self.ids:
@@ -46,6 +47,10 @@ class _Conversation:
         else:
             self.chat.append(stored)
         return stored
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _position_key(stored: StoredMessage) -> Position:
@@ -67,39 +72,55 @@ class AsyncInMemoryChatMemoryRepository:
 
     Args:
         ttl: Expire a conversation this long after its last write. ``None`` keeps it forever.
+        clock: Returns the current time as an aware UTC datetime; every expiry decision
+            reads it (the default is the system clock). Tests pass a
+            :class:`~chatmem.testing.ManualClock` to step over a TTL without sleeping.
     """
 
-    def __init__(self, *, ttl: timedelta | None = None) -> None:
+    db_system: ClassVar[str] = "chatmem.in_memory"
+    """The OpenTelemetry ``db.system.name`` of this store."""
+
+    def __init__(
+        self,
+        *,
+        ttl: timedelta | float | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self._ttl = normalize_ttl(ttl)
+        self._clock = clock or _utc_now
         self._conversations: dict[str, _Conversation] = {}
         self._lock = AsyncLock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(conversations={len(self._conversations)})"
 
+    async def server_version(self) -> str:
+        """Return the store's product and version: this process's chatmem."""
+        return f"chatmem in-memory {__version__}"
+
     # -- helpers (call with the lock held) -------------------------------------------------
 
     def _get(self, conversation_id: str) -> _Conversation | None:
         conversation = self._conversations.get(validate_conversation_id(conversation_id))
-        if conversation is not None and self._expired(conversation, time.monotonic()):
+        if conversation is not None and self._expired(conversation, self._clock()):
             del self._conversations[conversation_id]
             return None
         return conversation
 
     @staticmethod
-    def _expired(conversation: _Conversation, now: float) -> bool:
+    def _expired(conversation: _Conversation, now: datetime) -> bool:
         return conversation.expires_at is not None and conversation.expires_at <= now
 
     def _touch(self, conversation: _Conversation) -> None:
         if self._ttl is not None:
-            conversation.expires_at = time.monotonic() + self._ttl.total_seconds()
+            conversation.expires_at = self._clock() + self._ttl
 
     # -- Spring AI's four methods -----------------------------------------------------------
 
     async def find_conversation_ids(self) -> list[str]:
         """Return the ids of all live conversations."""
         async with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             return [cid for cid, c in self._conversations.items() if not self._expired(c, now)]
 
     async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
@@ -195,7 +216,7 @@ class AsyncInMemoryChatMemoryRepository:
         """Return a page of conversation ids in id order, optionally of one owner."""
         check_limit(limit)
         async with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             ids = sorted(
                 cid
                 for cid, c in self._conversations.items()
@@ -257,7 +278,7 @@ class AsyncInMemoryChatMemoryRepository:
     async def purge_expired(self) -> int:
         """Drop expired conversations and return how many there were."""
         async with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             doomed = [cid for cid, c in self._conversations.items() if self._expired(c, now)]
             for cid in doomed:
                 del self._conversations[cid]
