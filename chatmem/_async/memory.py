@@ -7,15 +7,18 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from chatmem import _telemetry as telemetry
 from chatmem._async.in_memory import AsyncInMemoryChatMemoryRepository
 from chatmem._async.repository import (
     AsyncChatMemoryLog,
     AsyncChatMemoryRepository,
     AsyncWindowReader,
 )
+from chatmem._async.tracing import AsyncTracedRepository
 from chatmem._concurrency import async_api
 from chatmem._flavor import check_flavor
 from chatmem._records import StoredMessage
+from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -76,8 +79,20 @@ class _AsyncWindowMemory:
         """The repository holding the history."""
         self.evict = evict
         """Whether messages that leave the window are deleted from the repository."""
-        self._log = repository if isinstance(repository, AsyncChatMemoryLog) else None
-        self._window_reader = repository if isinstance(repository, AsyncWindowReader) else None
+        self._log: AsyncChatMemoryLog | None = (
+            repository if isinstance(repository, AsyncChatMemoryLog) else None
+        )
+        self._window_reader: AsyncWindowReader | None = (
+            repository if isinstance(repository, AsyncWindowReader) else None
+        )
+        self._store = repository
+        if TELEMETRY:
+            # Every repository call of this memory runs in a database span; the repository
+            # itself stays as given (``self.repository``), so callers see no wrapper.
+            traced = AsyncTracedRepository(repository)
+            self._store = traced
+            self._log = traced if self._log is not None else None
+            self._window_reader = traced if self._window_reader is not None else None
 
     # -- subclass hooks ------------------------------------------------------------------------
 
@@ -118,6 +133,14 @@ class _AsyncWindowMemory:
         batch = _as_list(messages)
         if not batch:
             return
+        if not TELEMETRY:
+            await self._add(conversation_id, batch)
+            return
+        with telemetry.activate(telemetry.memory_span("add", conversation_id)) as span:
+            telemetry.set_count(span, "chatmem.memory.message_count", batch)
+            await self._add(conversation_id, batch)
+
+    async def _add(self, conversation_id: str, batch: list[Message]) -> None:
         if self._log is None:
             await self._add_by_rewrite(conversation_id, batch)
             return
@@ -138,8 +161,16 @@ class _AsyncWindowMemory:
             conversation_id: The conversation.
         """
         validate_conversation_id(conversation_id)
+        if not TELEMETRY:
+            return await self._get(conversation_id)
+        with telemetry.activate(telemetry.memory_span("get", conversation_id)) as span:
+            messages = await self._get(conversation_id)
+            telemetry.set_count(span, "chatmem.memory.message_count", messages)
+            return messages
+
+    async def _get(self, conversation_id: str) -> list[Message]:
         if self._log is None:
-            history = await self.repository.find_by_conversation_id(conversation_id)
+            history = await self._store.find_by_conversation_id(conversation_id)
             system, window = self._select_from_history(history)
             return ([system] if system else []) + window
         system_stored, window_stored = await self._read(self._log, conversation_id)
@@ -153,7 +184,7 @@ class _AsyncWindowMemory:
             conversation_id: The conversation.
         """
         validate_conversation_id(conversation_id)
-        await self.repository.delete_by_conversation_id(conversation_id)
+        await self._store.delete_by_conversation_id(conversation_id)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -206,14 +237,14 @@ class _AsyncWindowMemory:
 
     async def _add_by_rewrite(self, conversation_id: str, batch: list[Message]) -> None:
         # A repository with only Spring AI's four methods: read, extend, write back.
-        history = await self.repository.find_by_conversation_id(conversation_id)
+        history = await self._store.find_by_conversation_id(conversation_id)
         current = next((m.text for m in reversed(history) if isinstance(m, SystemMessage)), None)
         fresh = _drop_repeated_system(batch, current)
         history = [*history, *fresh]
         if self.evict:
             system, window = self._select_from_history(history)
             history = ([system] if system else []) + window
-        await self.repository.save_all(conversation_id, history)
+        await self._store.save_all(conversation_id, history)
 
 
 def _drop_repeated_system(batch: list[Message], current: str | None) -> list[Message]:

@@ -10,7 +10,11 @@ from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from chatmem._async.repository import AsyncChatMemoryLog, AsyncWindowReader
+from chatmem._async.repository import (
+    AsyncChatMemoryLog,
+    AsyncChatMemoryRepository,
+    AsyncWindowReader,
+)
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._telemetry import StreamEnd, async_step_in, mark_error, span_context
 from chatmem._telemetry.db import collection_of, db_span, db_system_of
@@ -79,9 +83,11 @@ class AsyncTracedRepository:
         inner: The repository.
     """
 
-    def __init__(self, inner: AsyncChatMemoryLog) -> None:
+    def __init__(self, inner: AsyncChatMemoryRepository) -> None:
         self.inner = inner
         """The repository."""
+        # Log and window methods are only called when the repository has them.
+        self._log = cast(AsyncChatMemoryLog, inner)
         self._system = db_system_of(inner)
         self._collection = collection_of(inner)
 
@@ -113,33 +119,33 @@ class AsyncTracedRepository:
     ) -> list[StoredMessage]:
         """See :meth:`~chatmem.AsyncChatMemoryLog.append`."""
         with self._span("append"):
-            return await self.inner.append(conversation_id, messages)
+            return await self._log.append(conversation_id, messages)
 
     async def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
         """See :meth:`~chatmem.AsyncChatMemoryLog.find_recent`."""
         with self._span("find_recent"):
-            return await self.inner.find_recent(conversation_id, limit, before=before)
+            return await self._log.find_recent(conversation_id, limit, before=before)
 
     async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """See :meth:`~chatmem.AsyncChatMemoryLog.find_system_message`."""
         with self._span("find_system_message"):
-            return await self.inner.find_system_message(conversation_id)
+            return await self._log.find_system_message(conversation_id)
 
     async def find_latest(
         self, conversation_id: str, message_type: MessageType
     ) -> StoredMessage | None:
         """See :meth:`~chatmem.AsyncChatMemoryLog.find_latest`."""
         with self._span("find_latest"):
-            return await self.inner.find_latest(conversation_id, message_type)
+            return await self._log.find_latest(conversation_id, message_type)
 
     async def list_conversations(
         self, *, owner: str | None = None, limit: int = 100, cursor: str | None = None
     ) -> ConversationPage:
         """See :meth:`~chatmem.AsyncChatMemoryLog.list_conversations`."""
         with self._span("list_conversations"):
-            return await self.inner.list_conversations(owner=owner, limit=limit, cursor=cursor)
+            return await self._log.list_conversations(owner=owner, limit=limit, cursor=cursor)
 
     async def find_history(
         self,
@@ -154,7 +160,7 @@ class AsyncTracedRepository:
     ) -> list[StoredMessage]:
         """See :meth:`~chatmem.AsyncChatMemoryLog.find_history`."""
         with self._span("find_history"):
-            return await self.inner.find_history(
+            return await self._log.find_history(
                 conversation_id,
                 since=since,
                 until=until,
@@ -167,12 +173,12 @@ class AsyncTracedRepository:
     async def delete_before(self, conversation_id: str, position: Position) -> int:
         """See :meth:`~chatmem.AsyncChatMemoryLog.delete_before`."""
         with self._span("delete_before"):
-            return await self.inner.delete_before(conversation_id, position)
+            return await self._log.delete_before(conversation_id, position)
 
     async def purge_expired(self) -> int:
         """See :meth:`~chatmem.AsyncChatMemoryLog.purge_expired`."""
         with self._span("purge_expired"):
-            return await self.inner.purge_expired()
+            return await self._log.purge_expired()
 
     async def find_window(
         self, conversation_id: str, limit: int
@@ -183,4 +189,4 @@ class AsyncTracedRepository:
 
     async def aclose(self) -> None:
         """Close the repository."""
-        await self.inner.aclose()
+        await self._log.aclose()

@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from chatmem import _telemetry as telemetry
 from chatmem._concurrency import api
 from chatmem._flavor import check_flavor
 from chatmem._records import StoredMessage
@@ -18,6 +19,8 @@ from chatmem._sync.repository import (
     ChatMemoryRepository,
     WindowReader,
 )
+from chatmem._sync.tracing import TracedRepository
+from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -78,8 +81,20 @@ class _AsyncWindowMemory:
         """The repository holding the history."""
         self.evict = evict
         """Whether messages that leave the window are deleted from the repository."""
-        self._log = repository if isinstance(repository, ChatMemoryLog) else None
-        self._window_reader = repository if isinstance(repository, WindowReader) else None
+        self._log: ChatMemoryLog | None = (
+            repository if isinstance(repository, ChatMemoryLog) else None
+        )
+        self._window_reader: WindowReader | None = (
+            repository if isinstance(repository, WindowReader) else None
+        )
+        self._store = repository
+        if TELEMETRY:
+            # Every repository call of this memory runs in a database span; the repository
+            # itself stays as given (``self.repository``), so callers see no wrapper.
+            traced = TracedRepository(repository)
+            self._store = traced
+            self._log = traced if self._log is not None else None
+            self._window_reader = traced if self._window_reader is not None else None
 
     # -- subclass hooks ------------------------------------------------------------------------
 
@@ -120,6 +135,14 @@ class _AsyncWindowMemory:
         batch = _as_list(messages)
         if not batch:
             return
+        if not TELEMETRY:
+            self._add(conversation_id, batch)
+            return
+        with telemetry.activate(telemetry.memory_span("add", conversation_id)) as span:
+            telemetry.set_count(span, "chatmem.memory.message_count", batch)
+            self._add(conversation_id, batch)
+
+    def _add(self, conversation_id: str, batch: list[Message]) -> None:
         if self._log is None:
             self._add_by_rewrite(conversation_id, batch)
             return
@@ -140,8 +163,16 @@ class _AsyncWindowMemory:
             conversation_id: The conversation.
         """
         validate_conversation_id(conversation_id)
+        if not TELEMETRY:
+            return self._get(conversation_id)
+        with telemetry.activate(telemetry.memory_span("get", conversation_id)) as span:
+            messages = self._get(conversation_id)
+            telemetry.set_count(span, "chatmem.memory.message_count", messages)
+            return messages
+
+    def _get(self, conversation_id: str) -> list[Message]:
         if self._log is None:
-            history = self.repository.find_by_conversation_id(conversation_id)
+            history = self._store.find_by_conversation_id(conversation_id)
             system, window = self._select_from_history(history)
             return ([system] if system else []) + window
         system_stored, window_stored = self._read(self._log, conversation_id)
@@ -155,7 +186,7 @@ class _AsyncWindowMemory:
             conversation_id: The conversation.
         """
         validate_conversation_id(conversation_id)
-        self.repository.delete_by_conversation_id(conversation_id)
+        self._store.delete_by_conversation_id(conversation_id)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -208,14 +239,14 @@ class _AsyncWindowMemory:
 
     def _add_by_rewrite(self, conversation_id: str, batch: list[Message]) -> None:
         # A repository with only Spring AI's four methods: read, extend, write back.
-        history = self.repository.find_by_conversation_id(conversation_id)
+        history = self._store.find_by_conversation_id(conversation_id)
         current = next((m.text for m in reversed(history) if isinstance(m, SystemMessage)), None)
         fresh = _drop_repeated_system(batch, current)
         history = [*history, *fresh]
         if self.evict:
             system, window = self._select_from_history(history)
             history = ([system] if system else []) + window
-        self.repository.save_all(conversation_id, history)
+        self._store.save_all(conversation_id, history)
 
 
 def _drop_repeated_system(batch: list[Message], current: str | None) -> list[Message]:

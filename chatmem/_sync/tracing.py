@@ -13,7 +13,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._sync.repository import ChatMemoryLog, WindowReader
+from chatmem._sync.repository import (
+    ChatMemoryLog,
+    ChatMemoryRepository,
+    WindowReader,
+)
 from chatmem._telemetry import StreamEnd, mark_error, span_context, step_in
 from chatmem._telemetry.db import collection_of, db_span, db_system_of
 from chatmem._twins import closing
@@ -81,9 +85,11 @@ class TracedRepository:
         inner: The repository.
     """
 
-    def __init__(self, inner: ChatMemoryLog) -> None:
+    def __init__(self, inner: ChatMemoryRepository) -> None:
         self.inner = inner
         """The repository."""
+        # Log and window methods are only called when the repository has them.
+        self._log = cast(ChatMemoryLog, inner)
         self._system = db_system_of(inner)
         self._collection = collection_of(inner)
 
@@ -113,31 +119,31 @@ class TracedRepository:
     def append(self, conversation_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
         """See :meth:`~chatmem.ChatMemoryLog.append`."""
         with self._span("append"):
-            return self.inner.append(conversation_id, messages)
+            return self._log.append(conversation_id, messages)
 
     def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
         """See :meth:`~chatmem.ChatMemoryLog.find_recent`."""
         with self._span("find_recent"):
-            return self.inner.find_recent(conversation_id, limit, before=before)
+            return self._log.find_recent(conversation_id, limit, before=before)
 
     def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """See :meth:`~chatmem.ChatMemoryLog.find_system_message`."""
         with self._span("find_system_message"):
-            return self.inner.find_system_message(conversation_id)
+            return self._log.find_system_message(conversation_id)
 
     def find_latest(self, conversation_id: str, message_type: MessageType) -> StoredMessage | None:
         """See :meth:`~chatmem.ChatMemoryLog.find_latest`."""
         with self._span("find_latest"):
-            return self.inner.find_latest(conversation_id, message_type)
+            return self._log.find_latest(conversation_id, message_type)
 
     def list_conversations(
         self, *, owner: str | None = None, limit: int = 100, cursor: str | None = None
     ) -> ConversationPage:
         """See :meth:`~chatmem.ChatMemoryLog.list_conversations`."""
         with self._span("list_conversations"):
-            return self.inner.list_conversations(owner=owner, limit=limit, cursor=cursor)
+            return self._log.list_conversations(owner=owner, limit=limit, cursor=cursor)
 
     def find_history(
         self,
@@ -152,7 +158,7 @@ class TracedRepository:
     ) -> list[StoredMessage]:
         """See :meth:`~chatmem.ChatMemoryLog.find_history`."""
         with self._span("find_history"):
-            return self.inner.find_history(
+            return self._log.find_history(
                 conversation_id,
                 since=since,
                 until=until,
@@ -165,12 +171,12 @@ class TracedRepository:
     def delete_before(self, conversation_id: str, position: Position) -> int:
         """See :meth:`~chatmem.ChatMemoryLog.delete_before`."""
         with self._span("delete_before"):
-            return self.inner.delete_before(conversation_id, position)
+            return self._log.delete_before(conversation_id, position)
 
     def purge_expired(self) -> int:
         """See :meth:`~chatmem.ChatMemoryLog.purge_expired`."""
         with self._span("purge_expired"):
-            return self.inner.purge_expired()
+            return self._log.purge_expired()
 
     def find_window(
         self, conversation_id: str, limit: int
@@ -181,4 +187,4 @@ class TracedRepository:
 
     def close(self) -> None:
         """Close the repository."""
-        self.inner.close()
+        self._log.close()
