@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from rich.markup import escape
 from rich.text import Text
 
-from chatmem import CONVERSATION_ID, ChatClient, ChatMemoryLog
+from chatmem import CONVERSATION_ID, ChatClient, ChatMemoryLog, ChatModelError
 from chatmem_advisors import MessageChatMemoryAdvisor
-from chatmem_cli._common import console, fail
+from chatmem_cli._common import console, err_console, fail
 from chatmem_repositories import redact_url
 from chatmem_repositories.settings import ChatMemorySettings
 
@@ -34,6 +35,7 @@ def run_chat(
     settings: ChatMemorySettings,
     system: str | None,
     read_line: Callable[[], str],
+    model: str | None = None,
 ) -> int:
     """Chat until end of input or ``/exit``; every turn is remembered in ``repository``.
 
@@ -42,6 +44,8 @@ def run_chat(
         conversation_id: The conversation.
         settings: Window kind and size.
         system: A system message to send with every request, if any.
+        model: The model to ask; default ``CHATMEM_CHAT_MODEL``, else
+            :data:`DEFAULT_CHAT_MODEL`.
         read_line: Reads the user's next line; raises ``EOFError`` at the end.
 
     Returns:
@@ -52,13 +56,16 @@ def run_chat(
     if api_key is None and base_url is None:
         fail(SETUP_HELP)
     # openai is an optional extra: import it only when chatting.
-    from chatmem.openai import OpenAIChatModel
+    try:
+        from chatmem.openai import OpenAIChatModel
+    except ModuleNotFoundError as exc:
+        fail(str(exc))
 
-    model_name = os.environ.get("CHATMEM_CHAT_MODEL") or DEFAULT_CHAT_MODEL
+    model_name = model or os.environ.get("CHATMEM_CHAT_MODEL") or DEFAULT_CHAT_MODEL
     memory = settings.build_memory(repository)
     turns = 0
-    with OpenAIChatModel(model=model_name, api_key=api_key, base_url=base_url) as model:
-        builder = ChatClient.builder(model).default_advisors(MessageChatMemoryAdvisor(memory))
+    with OpenAIChatModel(model=model_name, api_key=api_key, base_url=base_url) as chat_model:
+        builder = ChatClient.builder(chat_model).default_advisors(MessageChatMemoryAdvisor(memory))
         if system:
             builder = builder.default_system(system)
         client = builder.build()
@@ -78,16 +85,27 @@ def run_chat(
                 break
             if not line:
                 continue
-            stream = (
-                client.prompt()
-                .user(line)
-                .advisors(lambda a: a.param(CONVERSATION_ID, conversation_id))
-                .stream()
-                .content()
-            )
             console.print(Text("assistant: ", style="green bold"), end="")
-            for piece in stream:
-                console.print(piece, end="", markup=False, highlight=False)
+            try:
+                stream = (
+                    client.prompt()
+                    .user(line)
+                    .advisors(lambda a: a.param(CONVERSATION_ID, conversation_id))
+                    .stream()
+                    .content()
+                )
+                for piece in stream:
+                    console.print(piece, end="", markup=False, highlight=False)
+            except ChatModelError as exc:
+                # A provider hiccup (rate limit, timeout, refused request) ends this turn
+                # only: the stored conversation is intact and the user can go on.
+                console.print()
+                err_console.print(
+                    f"[bold red]error:[/] the model call failed: {escape(str(exc))}. "
+                    "The conversation is kept; try again or /exit.",
+                    soft_wrap=True,
+                )
+                continue
             console.print()
             turns += 1
     return turns

@@ -11,7 +11,9 @@ from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import platformdirs
 import typer
+from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from chatmem import ChatMemError, ChatMemoryLog
 from chatmem_repositories import create_repository, redact_url
@@ -22,6 +24,7 @@ __all__ = [
     "command_errors",
     "console",
     "default_url",
+    "describe_settings_error",
     "err_console",
     "fail",
     "open_log",
@@ -29,6 +32,7 @@ __all__ = [
     "settings",
 ]
 
+SETTINGS_PREFIX = "CHATMEM_"
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -40,6 +44,7 @@ UrlOption = Annotated[
     typer.Option(
         "--url",
         "-u",
+        metavar="URL",
         help="Repository URL. Default: $CHATMEM_REPOSITORY_URL, else an embedded SQLite file "
         "in your data directory.",
         show_default=False,
@@ -62,11 +67,31 @@ def default_url() -> str:
 
 
 def settings() -> ChatMemorySettings:
-    """Return the settings from the environment and ``.env`` (window size, TTL, options)."""
+    """Return the settings from the environment and ``.env`` (window size, TTL, options).
+
+    Raises:
+        typer.Exit: With status 1 and one line naming the bad variable and what it needs.
+    """
     try:
         return ChatMemorySettings()
+    except ValidationError as exc:
+        fail(describe_settings_error(exc))
     except ValueError as exc:
         fail(f"bad CHATMEM_* setting: {exc}")
+
+
+def describe_settings_error(exc: ValidationError) -> str:
+    """Say in one line which ``CHATMEM_*`` variables are wrong, their values, and why.
+
+    Args:
+        exc: What pydantic raised while reading the settings.
+    """
+    problems = []
+    for error in exc.errors(include_url=False):
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        variable = f"{SETTINGS_PREFIX}{field.upper()}"
+        problems.append(f"{variable}={error.get('input')!r}: {error['msg']}")
+    return "bad setting " + "; ".join(problems)
 
 
 def resolve_url(url: str | None) -> str:
@@ -90,7 +115,8 @@ def fail(message: str, code: int = 1) -> NoReturn:
         message: What went wrong and, where possible, what to do.
         code: The exit status.
     """
-    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    # Escaped: messages name extras like "chatmem[redis]", which rich would take for markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -83,7 +83,11 @@ def iter_history(
 
 
 def export_lines(
-    repository: ChatMemoryLog, out: IO[str], *, owner: str | None = None
+    repository: ChatMemoryLog,
+    out: IO[str],
+    *,
+    owner: str | None = None,
+    on_conversation: Callable[[str, int], Any] | None = None,
 ) -> tuple[int, int]:
     """Write one JSON line per message: ``{"conversation_id": ..., "message": {...}}``.
 
@@ -94,6 +98,8 @@ def export_lines(
         repository: Where to read.
         out: A text stream to write to.
         owner: Only this owner's conversations.
+        on_conversation: Called with each conversation id and its message count when written
+            (drives the progress bar).
 
     Returns:
         How many conversations and messages were written.
@@ -102,10 +108,14 @@ def export_lines(
     for conversation_id in iter_conversations(repository, owner=owner):
         conversations += 1
         prefix = '{"conversation_id":' + json.dumps(conversation_id, ensure_ascii=False)
+        written = 0
         for page in iter_history(repository, conversation_id):
             for message in page:
                 out.write(f'{prefix},"message":{encode_message(message)}}}\n')
-            messages += len(page)
+            written += len(page)
+        messages += written
+        if on_conversation is not None:
+            on_conversation(conversation_id, written)
     return conversations, messages
 
 
@@ -203,7 +213,12 @@ class _Pending:
 
 
 def import_lines(
-    repository: ChatMemoryLog, source: IO[str], *, batch_size: int = PAGE
+    repository: ChatMemoryLog,
+    source: IO[str],
+    *,
+    batch_size: int = PAGE,
+    on_checked: Callable[[int], Any] | None = None,
+    on_batch: Callable[[int], Any] | None = None,
 ) -> ImportReport:
     """Check every line, then append the messages, batching lines of one conversation.
 
@@ -216,12 +231,16 @@ def import_lines(
         source: JSON lines as written by :func:`export_lines`, in a seekable text file (it is
             read twice: once to check, once to write).
         batch_size: Messages per append.
+        on_checked: Called with the number of messages once every line is checked.
+        on_batch: Called with the number of messages of each batch once it is appended.
 
     Raises:
         MessageDecodeError: For a line that is not an exported message (naming its number);
             nothing has been written then.
     """
-    check_lines(source)
+    total = check_lines(source)
+    if on_checked is not None:
+        on_checked(total)
     source.seek(0)
     report = ImportReport()
     pending = _Pending()
@@ -232,6 +251,8 @@ def import_lines(
         stored = repository.append(current, batch)
         report.stored += len(stored)
         pending.add(current, batch, stored)
+        if on_batch is not None:
+            on_batch(len(batch))
 
     for number, line in enumerate(source, start=1):
         if not line.strip():

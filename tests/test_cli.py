@@ -61,10 +61,19 @@ def db(tmp_path: Path) -> str:
 
 
 def invoke(*args: str, input: str | None = None) -> tuple[int, str]:  # noqa: A002
+    """Run a command; return its status and what it printed (stdout and stderr)."""
     result = runner.invoke(app, list(args), input=input)
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.output
+
+
+def invoke_stdout(*args: str) -> tuple[int, str]:
+    """Run a command; return its status and its stdout only (progress goes to stderr)."""
+    result = runner.invoke(app, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout
 
 
 # -- demo ------------------------------------------------------------------------------------
@@ -159,12 +168,12 @@ def test_export_import_is_lossless_and_idempotent(db: str, tmp_path: Path) -> No
     assert "stored 0 new, skipped 36 known" in out
     for conversation_id in ("alice:trip", "plain", "bob:x"):
         assert history(target, conversation_id) == history(db, conversation_id)
-    code, out = invoke("export", "-", "--url", target)
+    code, out = invoke_stdout("export", "-", "--url", target)
     assert out.splitlines() == lines
 
 
 def test_export_by_owner_to_stdout(db: str) -> None:
-    code, out = invoke("export", "--url", db, "--owner", "bob")
+    code, out = invoke_stdout("export", "--url", db, "--owner", "bob")
     assert code == 0
     assert [json.loads(line)["conversation_id"] for line in out.splitlines()] == ["bob:x"]
 
