@@ -9,7 +9,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
-from chatmem.advisor import AdvisorParams, ChatClientRequest, order_advisors
+from chatmem.advisor import AdvisorParams, ChatClientRequest, PureAdvisor, order_advisors
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Media, Message, SystemMessage, UserMessage
 from chatmem.model import ChatOptions, Prompt
@@ -75,7 +75,11 @@ def _add_advisors(state: RequestState, items: Sequence[object]) -> None:
     for item in items:
         if isinstance(item, Mapping):
             state.params.update(item)
-        elif hasattr(item, "advise_call") or hasattr(item, "advise_stream"):
+        elif (
+            isinstance(item, PureAdvisor)
+            or hasattr(item, "advise_call")
+            or hasattr(item, "advise_stream")
+        ):
             state.advisors.append(item)
         elif callable(item):
             params = AdvisorParams()

@@ -28,6 +28,7 @@ __all__ = [
     "AdvisorParams",
     "ChatClientRequest",
     "ChatClientResponse",
+    "PureAdvisor",
     "aggregate_client_responses",
     "order_advisors",
 ]
@@ -128,6 +129,69 @@ class AdvisorParams:
         """
         self.values.update(values)
         return self
+
+
+class PureAdvisor:
+    """An advisor without I/O, written once and driven by both the sync and the async chain.
+
+    Override :meth:`before` and/or :meth:`after`; both are plain methods, so the same
+    instance works in a :class:`~chatmem.ChatClient` and an :class:`~chatmem.AsyncChatClient`.
+    An advisor that reads or writes a store needs the chain's flavor: subclass
+    :class:`~chatmem.BaseAdvisor` or :class:`~chatmem.AsyncBaseAdvisor` instead.
+
+    In a streamed call, ``before`` runs before the first chunk and ``after`` runs once, with
+    the aggregated response, after the last chunk was passed on; it does not run if the
+    stream fails or the consumer stops early. Its return value is ignored there.
+
+    Example:
+        ```python
+        from chatmem import ChatClient, PureAdvisor
+        from chatmem.testing import ScriptedChatModel
+
+
+        class Shout(PureAdvisor):
+            def before(self, request):
+                return request.with_context(shout=True)
+
+
+        client = ChatClient.builder(ScriptedChatModel(["Hi"])).default_advisors(Shout()).build()
+        print(client.prompt("Hello").call().content())
+        ```
+
+    Args:
+        order: Position in the chain; lower runs first on the way in.
+        name: A name for logs and spans; the class name by default.
+    """
+
+    def __init__(self, *, order: int = 0, name: str | None = None) -> None:
+        self._order = order
+        self._name = name or type(self).__name__
+
+    @property
+    def name(self) -> str:
+        """A name for logs, spans and errors."""
+        return self._name
+
+    @property
+    def order(self) -> int:
+        """Position in the chain: lower runs first on the way in, last on the way out."""
+        return self._order
+
+    def before(self, request: ChatClientRequest) -> ChatClientRequest:
+        """Look at or change the request before it goes on. The default passes it on.
+
+        Args:
+            request: The request.
+        """
+        return request
+
+    def after(self, response: ChatClientResponse) -> ChatClientResponse:
+        """Look at or change the response on its way back. The default passes it on.
+
+        Args:
+            response: The response (aggregated, for a stream).
+        """
+        return response
 
 
 def order_advisors(advisors: Sequence[A]) -> list[A]:

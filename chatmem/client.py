@@ -49,6 +49,7 @@ from chatmem.advisor import (
     AdvisorParams,
     ChatClientRequest,
     ChatClientResponse,
+    PureAdvisor,
 )
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "ChatClientRequestSpec",
     "ChatClientResponse",
     "ChatModel",
+    "PureAdvisor",
     "StreamAdvisor",
     "StreamResponseSpec",
 ]

@@ -8,15 +8,14 @@ Example:
     ```
 """
 
-from chatmem_advisors._async.logger_advisor import AsyncSimpleLoggerAdvisor
 from chatmem_advisors._async.memory_advisor import AsyncMessageChatMemoryAdvisor
 from chatmem_advisors._async.vector_store_advisor import AsyncVectorStoreChatMemoryAdvisor
+from chatmem_advisors._logger import AsyncSimpleLoggerAdvisor, SimpleLoggerAdvisor
 from chatmem_advisors._long_term import (
     LONG_TERM_MEMORY_END,
     LONG_TERM_MEMORY_START,
     VECTOR_STORE_TOP_K,
 )
-from chatmem_advisors._sync.logger_advisor import SimpleLoggerAdvisor
 from chatmem_advisors._sync.memory_advisor import MessageChatMemoryAdvisor
 from chatmem_advisors._sync.vector_store_advisor import VectorStoreChatMemoryAdvisor
 

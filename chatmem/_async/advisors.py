@@ -9,13 +9,19 @@ from chatmem import _telemetry as telemetry
 from chatmem._async.tracing import traced_stream
 from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._twins import async_closing
-from chatmem.advisor import ChatClientRequest, ChatClientResponse, aggregate_client_responses
+from chatmem.advisor import (
+    ChatClientRequest,
+    ChatClientResponse,
+    PureAdvisor,
+    aggregate_client_responses,
+)
 
 __all__ = [
     "AsyncAdvisorChain",
     "AsyncBaseAdvisor",
     "AsyncCallAdvisor",
     "AsyncChainTerminal",
+    "AsyncPureAdvisorAdapter",
     "AsyncStreamAdvisor",
 ]
 
@@ -241,3 +247,40 @@ class AsyncBaseAdvisor:
                 chunks.append(chunk)
                 yield chunk
         await self.after(aggregate_client_responses(chunks, request.context), chain)
+
+
+class AsyncPureAdvisorAdapter(AsyncBaseAdvisor):
+    """Drives a :class:`~chatmem.PureAdvisor` in this chain: its plain ``before``/``after``.
+
+    The client wraps pure advisors itself; there is no need to use this class directly.
+
+    Args:
+        advisor: The pure advisor.
+    """
+
+    def __init__(self, advisor: PureAdvisor) -> None:
+        super().__init__(order=advisor.order, name=advisor.name)
+        self.advisor = advisor
+        """The pure advisor."""
+
+    async def before(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> ChatClientRequest:
+        """Run the pure advisor's ``before``.
+
+        Args:
+            request: The request.
+            chain: The rest of the chain.
+        """
+        return self.advisor.before(request)
+
+    async def after(
+        self, response: ChatClientResponse, chain: AsyncAdvisorChain
+    ) -> ChatClientResponse:
+        """Run the pure advisor's ``after``.
+
+        Args:
+            response: The response.
+            chain: The rest of the chain.
+        """
+        return self.advisor.after(response)

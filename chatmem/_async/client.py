@@ -8,7 +8,12 @@ from typing import Any, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 
-from chatmem._async.advisors import AsyncAdvisorChain, AsyncCallAdvisor, AsyncStreamAdvisor
+from chatmem._async.advisors import (
+    AsyncAdvisorChain,
+    AsyncCallAdvisor,
+    AsyncPureAdvisorAdapter,
+    AsyncStreamAdvisor,
+)
 from chatmem._async.model import AsyncChatModel
 from chatmem._async.tool_calling import execute_tool_calls
 from chatmem._async.tracing import traced_stream
@@ -25,7 +30,7 @@ from chatmem._flavor import check_flavor
 from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._telemetry import genai
 from chatmem._twins import async_closing
-from chatmem.advisor import ChatClientRequest, ChatClientResponse, order_advisors
+from chatmem.advisor import ChatClientRequest, ChatClientResponse, PureAdvisor, order_advisors
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.memory import CONVERSATION_ID
 from chatmem.messages import AssistantMessage, Message
@@ -150,6 +155,11 @@ def _split_advisors(
     calls: list[AsyncCallAdvisor] = []
     streams: list[AsyncStreamAdvisor] = []
     for advisor in advisors:
+        if isinstance(advisor, PureAdvisor):
+            adapter = AsyncPureAdvisorAdapter(advisor)
+            calls.append(adapter)
+            streams.append(adapter)
+            continue
         # hasattr, not isinstance on the runtime-checkable protocols: this runs per request
         # and protocol isinstance checks cost more than the rest of the chain.
         if hasattr(advisor, "advise_call"):

@@ -11,13 +11,19 @@ from chatmem import _telemetry as telemetry
 from chatmem._sync.tracing import traced_stream
 from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._twins import closing
-from chatmem.advisor import ChatClientRequest, ChatClientResponse, aggregate_client_responses
+from chatmem.advisor import (
+    ChatClientRequest,
+    ChatClientResponse,
+    PureAdvisor,
+    aggregate_client_responses,
+)
 
 __all__ = [
     "AdvisorChain",
     "BaseAdvisor",
     "CallAdvisor",
     "ChainTerminal",
+    "PureAdvisorAdapter",
     "StreamAdvisor",
 ]
 
@@ -235,3 +241,36 @@ class BaseAdvisor:
                 chunks.append(chunk)
                 yield chunk
         self.after(aggregate_client_responses(chunks, request.context), chain)
+
+
+class PureAdvisorAdapter(BaseAdvisor):
+    """Drives a :class:`~chatmem.PureAdvisor` in this chain: its plain ``before``/``after``.
+
+    The client wraps pure advisors itself; there is no need to use this class directly.
+
+    Args:
+        advisor: The pure advisor.
+    """
+
+    def __init__(self, advisor: PureAdvisor) -> None:
+        super().__init__(order=advisor.order, name=advisor.name)
+        self.advisor = advisor
+        """The pure advisor."""
+
+    def before(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientRequest:
+        """Run the pure advisor's ``before``.
+
+        Args:
+            request: The request.
+            chain: The rest of the chain.
+        """
+        return self.advisor.before(request)
+
+    def after(self, response: ChatClientResponse, chain: AdvisorChain) -> ChatClientResponse:
+        """Run the pure advisor's ``after``.
+
+        Args:
+            response: The response.
+            chain: The rest of the chain.
+        """
+        return self.advisor.after(response)

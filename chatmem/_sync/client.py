@@ -20,14 +20,19 @@ from chatmem._client_request import (
 )
 from chatmem._concurrency import api
 from chatmem._flavor import check_flavor
-from chatmem._sync.advisors import AdvisorChain, CallAdvisor, StreamAdvisor
+from chatmem._sync.advisors import (
+    AdvisorChain,
+    CallAdvisor,
+    PureAdvisorAdapter,
+    StreamAdvisor,
+)
 from chatmem._sync.model import ChatModel
 from chatmem._sync.tool_calling import execute_tool_calls
 from chatmem._sync.tracing import traced_stream
 from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._telemetry import genai
 from chatmem._twins import closing
-from chatmem.advisor import ChatClientRequest, ChatClientResponse, order_advisors
+from chatmem.advisor import ChatClientRequest, ChatClientResponse, PureAdvisor, order_advisors
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.memory import CONVERSATION_ID
 from chatmem.messages import AssistantMessage, Message
@@ -148,6 +153,11 @@ def _split_advisors(
     calls: list[CallAdvisor] = []
     streams: list[StreamAdvisor] = []
     for advisor in advisors:
+        if isinstance(advisor, PureAdvisor):
+            adapter = PureAdvisorAdapter(advisor)
+            calls.append(adapter)
+            streams.append(adapter)
+            continue
         # hasattr, not isinstance on the runtime-checkable protocols: this runs per request
         # and protocol isinstance checks cost more than the rest of the chain.
         if hasattr(advisor, "advise_call"):
