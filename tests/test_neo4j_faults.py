@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -31,6 +31,18 @@ pytestmark = pytest.mark.backend("neo4j")
 # Retry budget for the fault tests: the error must come within about this long.
 _RETRY_SECONDS = 2.0
 _BOUND_SECONDS = _RETRY_SECONDS + 6.0
+# How long a test waits for something it only observes (a writer making progress, a thread
+# ending) before it fails saying what it was waiting for, instead of hanging the run.
+_WAIT_SECONDS = 30.0
+
+
+def _wait_until(condition: Callable[[], bool], what: str, seconds: float = _WAIT_SECONDS) -> None:
+    """Poll ``condition`` until it holds; fail the test naming ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up after {seconds:.0f} s waiting for {what}")
+        time.sleep(0.01)
 
 
 class TcpProxy:
@@ -103,7 +115,9 @@ class TcpProxy:
         """Refuse new connections and cut the open ones, like a server that died."""
         self._stopped.set()
         self._listener.close()
-        self._accepting.join()
+        # The accept loop wakes every 0.1 s; a thread still alive after 5 s is a bug here.
+        self._accepting.join(timeout=5)
+        assert not self._accepting.is_alive(), "the proxy's accept loop did not stop"
         with self._lock:
             sockets = list(self._sockets)
         for sock in sockets:
@@ -111,6 +125,8 @@ class TcpProxy:
                 sock.shutdown(socket.SHUT_RDWR)
         for thread in self._threads:
             thread.join(timeout=5)
+        stuck = sum(thread.is_alive() for thread in self._threads)
+        assert not stuck, f"{stuck} proxy pipe threads still run after their sockets were shut"
         for sock in sockets:
             sock.close()
 
@@ -157,8 +173,8 @@ def test_server_gone_mid_run_raises_connection_error_in_bounded_time(proxy: TcpP
     thread = threading.Thread(target=writer)
     try:
         thread.start()
-        while appended < 20:
-            time.sleep(0.01)
+        _wait_until(lambda: appended >= 20 or bool(errors), "20 appends before the fault")
+        assert not errors, f"the writer failed before the server went away: {errors[0]!r}"
         killed_at.append(time.monotonic())
         proxy.kill()
         thread.join(timeout=_BOUND_SECONDS + 10)
@@ -184,8 +200,13 @@ async def test_async_server_gone_mid_run_raises_connection_error(proxy: TcpProxy
     ) as repository:
         for i in range(5):
             await repository.append(cid, [UserMessage(f"m{i}")])
-        reader = asyncio.ensure_future(_read_forever(repository, cid))
-        await asyncio.sleep(0.2)
+        reads: list[int] = []
+        reader = asyncio.ensure_future(_read_forever(repository, cid, reads))
+        deadline = time.monotonic() + _WAIT_SECONDS
+        while len(reads) < 3 and not reader.done():
+            assert time.monotonic() < deadline, "the reader made no 3 reads before the fault"
+            await asyncio.sleep(0.01)
+        assert not reader.done(), f"the reader stopped before the fault: {reader!r}"
         started = time.monotonic()
         proxy.kill()
         with pytest.raises(RepositoryConnectionError) as caught:
@@ -196,9 +217,13 @@ async def test_async_server_gone_mid_run_raises_connection_error(proxy: TcpProxy
         await direct.delete_by_conversation_id(cid)
 
 
-async def _read_forever(repository: AsyncNeo4jChatMemoryRepository, cid: str) -> None:
+async def _read_forever(
+    repository: AsyncNeo4jChatMemoryRepository, cid: str, reads: list[int]
+) -> None:
+    # Ends only by an error; the caller bounds it with asyncio.wait_for.
     while True:
         await repository.find_recent(cid, 20)
+        reads.append(1)
 
 
 def test_server_down_at_start_fails_fast() -> None:
