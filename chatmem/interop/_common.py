@@ -1,0 +1,130 @@
+"""Helpers shared by the converters: the error, lazy imports, envelopes and JSON arguments."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from datetime import datetime
+from types import ModuleType
+from typing import Any
+
+from chatmem.exceptions import ChatMemError
+from chatmem.messages import Message
+
+__all__ = [
+    "ENVELOPE_KEY",
+    "ConversionError",
+    "arguments_to_object",
+    "envelope_of",
+    "object_to_arguments",
+    "require",
+    "with_envelope",
+]
+
+ENVELOPE_KEY = "chatmem"
+"""Key under which formats with a free-form field keep a message's id, time and metadata."""
+
+
+class ConversionError(ChatMemError, ValueError):
+    """A message holds something the target format cannot, or a payload is not a message.
+
+    Converters raise it instead of leaving anything out. Pass ``lossy=True`` to a converter
+    to leave out what the format cannot hold instead (the documented list per format).
+    """
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import an optional framework package, naming the install line when it is missing.
+
+    Args:
+        module: The package to import.
+        extra: The chatmem extra that installs it.
+
+    Raises:
+        ImportError: If the package is not installed.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f'this chatmem.interop module needs {module!r}: pip install "chatmem[{extra}]"'
+        ) from exc
+
+
+def arguments_to_object(arguments: str, *, lossy: bool, where: str) -> dict[str, Any]:
+    """Parse tool-call arguments for a format that holds them as a JSON object.
+
+    Args:
+        arguments: The JSON text chatmem keeps.
+        lossy: Accept text whose formatting the object cannot reproduce.
+        where: The format's name, for errors.
+
+    Raises:
+        ConversionError: If the text is not a JSON object, or (unless ``lossy``) if
+            :func:`object_to_arguments` would not give the same text back.
+    """
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError as exc:
+        raise ConversionError(
+            f"{where} holds tool arguments as a JSON object; {arguments[:60]!r} is not JSON"
+        ) from exc
+    if not isinstance(value, dict):
+        raise ConversionError(
+            f"{where} holds tool arguments as a JSON object; {arguments[:60]!r} is not one"
+        )
+    if not lossy and object_to_arguments(value) != arguments:
+        raise ConversionError(
+            f"{where} holds tool arguments as an object, so the formatting of "
+            f"{arguments[:60]!r} would be lost (chatmem writes {object_to_arguments(value)!r}); "
+            "pass lossy=True to re-serialize"
+        )
+    return value
+
+
+def object_to_arguments(value: Any) -> str:
+    """Write tool-call arguments held as an object the way chatmem stores them.
+
+    The same text LangChain and the OpenAI SDK write (``json.dumps``, non-ASCII kept), so
+    arguments that came from them come back unchanged.
+
+    Args:
+        value: The arguments object.
+    """
+    return json.dumps(value if value is not None else {}, ensure_ascii=False)
+
+
+def envelope_of(message: Message) -> dict[str, Any]:
+    """Return the JSON envelope (id, creation time, metadata) of a message.
+
+    Args:
+        message: The message.
+    """
+    envelope: dict[str, Any] = {"id": message.id, "created_at": message.created_at.isoformat()}
+    if message.metadata:
+        envelope["metadata"] = message.metadata
+    return envelope
+
+
+def with_envelope(fields: dict[str, Any], envelope: object) -> dict[str, Any]:
+    """Add the envelope written by :func:`envelope_of` to a message's constructor fields.
+
+    Args:
+        fields: The message fields converted so far.
+        envelope: The stored envelope, or ``None``.
+
+    Raises:
+        ConversionError: If the envelope is malformed.
+    """
+    if envelope is None:
+        return fields
+    if not isinstance(envelope, dict):
+        raise ConversionError(f"the {ENVELOPE_KEY!r} envelope must be an object")
+    try:
+        fields["id"] = str(envelope["id"])
+        fields["created_at"] = datetime.fromisoformat(str(envelope["created_at"]))
+    except (KeyError, ValueError) as exc:
+        raise ConversionError(f"the {ENVELOPE_KEY!r} envelope is malformed: {exc}") from exc
+    if "metadata" in envelope:
+        fields["metadata"] = {**envelope["metadata"], **fields.get("metadata", {})}
+    return fields
