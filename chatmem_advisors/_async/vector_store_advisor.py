@@ -12,6 +12,7 @@ from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.memory import CONVERSATION_ID
 from chatmem.messages import UserMessage
+from chatmem.telemetry import store_operation
 from chatmem_advisors._long_term import (
     augment_system,
     conversation_filter,
@@ -110,12 +111,20 @@ class AsyncVectorStoreChatMemoryAdvisor(AsyncBaseAdvisor):
         user = next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)
         query = last_user_text(messages)
         if query is not None:
-            found = await self.vector_store.similarity_search(
-                query,
-                top_k=top_k,
-                score_threshold=self.score_threshold,
-                where=conversation_filter(conversation_id),
-            )
+            with store_operation(
+                self.vector_store,
+                "similarity_search",
+                collection="vector_store",
+                attributes={"chatmem.vector.top_k": top_k},
+            ) as span:
+                found = await self.vector_store.similarity_search(
+                    query,
+                    top_k=top_k,
+                    score_threshold=self.score_threshold,
+                    where=conversation_filter(conversation_id),
+                )
+                if span is not None:
+                    span.set_attribute("chatmem.vector.result_count", len(found))
             messages = augment_system(messages, render_long_term_memory(found))
         return request.with_messages(messages).with_context(
             **{self._state_key: (conversation_id, user)}
@@ -133,7 +142,8 @@ class AsyncVectorStoreChatMemoryAdvisor(AsyncBaseAdvisor):
         conversation_id, user = response.context[self._state_key]
         documents = documents_to_store(conversation_id, user, response.chat_response)
         if documents:
-            await self.vector_store.add(documents)
+            with store_operation(self.vector_store, "add", collection="vector_store"):
+                await self.vector_store.add(documents)
         return response
 
     async def clear(self, conversation_id: str) -> int:
