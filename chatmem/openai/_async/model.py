@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import openai
 
 from chatmem._urls import redact_url
-from chatmem.exceptions import ConfigurationError
 from chatmem.model import ChatOptions, ChatResponse, Prompt
+from chatmem.openai._async.client import AsyncOpenAIClientOwner
 from chatmem.openai._payloads import StreamAssembler, from_completion, map_error, request_kwargs
 
 __all__ = ["AsyncOpenAIChatModel"]
@@ -18,7 +17,7 @@ __all__ = ["AsyncOpenAIChatModel"]
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
-class AsyncOpenAIChatModel:
+class AsyncOpenAIChatModel(AsyncOpenAIClientOwner):
     """A chat model served by OpenAI or any OpenAI-compatible server.
 
     Azure OpenAI, Ollama, vLLM and llama.cpp serve the same API: point ``base_url`` at them.
@@ -57,35 +56,20 @@ class AsyncOpenAIChatModel:
         default_headers: Mapping[str, str] | None = None,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        if not timeout or timeout <= 0:
-            raise ConfigurationError(f"timeout must be a positive number, got {timeout!r}")
+        super().__init__(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
+            client=client,
+        )
         self.options = ChatOptions(model=model).merge(options)
         """Default options; a request's options win."""
-        self._owns_client = client is None
-        if client is None:
-            key = api_key or os.environ.get("OPENAI_API_KEY")
-            if key is None and base_url is not None:
-                key = "unused"
-            if key is None:
-                raise ConfigurationError("no OpenAI API key: pass api_key= or set OPENAI_API_KEY")
-            client = openai.AsyncOpenAI(
-                api_key=key,
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=max_retries,
-                default_headers=dict(default_headers) if default_headers else None,
-            )
-        self.client = client
-        """The ``openai`` client in use."""
 
     def __repr__(self) -> str:
         base_url = redact_url(self.base_url)
         return f"{type(self).__name__}(model={self.options.model!r}, base_url={base_url!r})"
-
-    @property
-    def base_url(self) -> str:
-        """The API root requests go to."""
-        return str(self.client.base_url)
 
     async def call(self, prompt: Prompt) -> ChatResponse:
         """Send a prompt and return the whole answer.
@@ -138,14 +122,3 @@ class AsyncOpenAIChatModel:
                 raise
             raise mapped from exc
         assembler.finish()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client, if this model created it."""
-        if self._owns_client:
-            await self.client.close()
-
-    async def __aenter__(self) -> AsyncOpenAIChatModel:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()

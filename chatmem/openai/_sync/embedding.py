@@ -4,22 +4,24 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 
 import openai
+from openai.types import CreateEmbeddingResponse
 
+from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import genai
 from chatmem._urls import redact_url
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.openai._payloads import map_error
+from chatmem.openai._sync.client import OpenAIClientOwner
 
 __all__ = ["OpenAIEmbeddingModel"]
 
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 
 
-class OpenAIEmbeddingModel:
+class OpenAIEmbeddingModel(OpenAIClientOwner):
     """An embedding model served by OpenAI or any OpenAI-compatible server (``base_url``).
 
     Texts are sent in batches of ``batch_size`` per request. Provider errors are raised as
@@ -59,8 +61,6 @@ class OpenAIEmbeddingModel:
         default_headers: Mapping[str, str] | None = None,
         client: openai.OpenAI | None = None,
     ) -> None:
-        if not timeout or timeout <= 0:
-            raise ConfigurationError(f"timeout must be a positive number, got {timeout!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigurationError(f"batch_size must be at least 1, got {batch_size!r}")
         if dimensions is not None and (not isinstance(dimensions, int) or dimensions < 1):
@@ -71,39 +71,20 @@ class OpenAIEmbeddingModel:
         """Most texts per request."""
         self._requested_dimensions = dimensions
         self._dimensions = dimensions
-        self._owns_client = client is None
-        if client is None:
-            key = api_key or os.environ.get("OPENAI_API_KEY")
-            if key is None and base_url is not None:
-                key = "unused"
-            if key is None:
-                raise ConfigurationError("no OpenAI API key: pass api_key= or set OPENAI_API_KEY")
-            client = openai.OpenAI(
-                api_key=key,
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=max_retries,
-                default_headers=dict(default_headers) if default_headers else None,
-            )
-        self.client = client
-        """The ``openai`` client in use."""
+        super().__init__(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
+            client=client,
+        )
 
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(model={self.model!r}, "
             f"base_url={redact_url(self.client.base_url)!r})"
         )
-
-    def __enter__(self) -> OpenAIEmbeddingModel:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed a batch of texts, one request per ``batch_size`` texts.
@@ -130,29 +111,42 @@ class OpenAIEmbeddingModel:
         return self._dimensions
 
     def _request(self, batch: list[str]) -> list[list[float]]:
+        if not TELEMETRY:
+            return _vectors(self._create(batch), batch)
+        call = genai.embedding_call(self, self.model, self.provider_name)
+        with genai.running(call):
+            response = self._create(batch)
+            vectors = _vectors(response, batch)
+            usage = getattr(response, "usage", None)
+            genai.finish_embedding(
+                call,
+                input_tokens=getattr(usage, "prompt_tokens", None),
+                response_model=getattr(response, "model", None),
+                dimensions=len(vectors[0]) if vectors else 0,
+            )
+        return vectors
+
+    def _create(self, batch: list[str]) -> CreateEmbeddingResponse:
         dimensions = self._requested_dimensions
         create = self.client.embeddings.create
         try:
             # Only send "dimensions" when asked: older models and servers reject it.
             if dimensions is None:
-                response = create(model=self.model, input=batch, encoding_format="float")
-            else:
-                response = create(
-                    model=self.model, input=batch, encoding_format="float", dimensions=dimensions
-                )
+                return create(model=self.model, input=batch, encoding_format="float")
+            return create(
+                model=self.model, input=batch, encoding_format="float", dimensions=dimensions
+            )
         except Exception as exc:
             mapped = map_error(exc)
             if mapped is None:
                 raise
             raise mapped from exc
-        data = sorted(response.data, key=lambda item: item.index)
-        if len(data) != len(batch):
-            raise ChatModelResponseError(
-                f"asked for {len(batch)} embeddings, the provider returned {len(data)}"
-            )
-        return [list(item.embedding) for item in data]
 
-    def close(self) -> None:
-        """Close the HTTP client, if this model created it."""
-        if self._owns_client:
-            self.client.close()
+
+def _vectors(response: CreateEmbeddingResponse, batch: list[str]) -> list[list[float]]:
+    data = sorted(response.data, key=lambda item: item.index)
+    if len(data) != len(batch):
+        raise ChatModelResponseError(
+            f"asked for {len(batch)} embeddings, the provider returned {len(data)}"
+        )
+    return [list(item.embedding) for item in data]
