@@ -136,7 +136,7 @@ async def _neo4j_drop(driver: Any) -> None:
 async def open_cassandra() -> Opened:
     from cassandra.cluster import Cluster
 
-    from chatmem_repositories.cassandra._async.vector import AsyncCassandraVectorStore
+    from chatmem_repositories.cassandra._async.vector_store import AsyncCassandraVectorStore
 
     cluster = Cluster(["127.0.0.1"], port=9042)
     session = cluster.connect()

@@ -81,6 +81,42 @@ def test_bad_urls_fail_before_io(bad: str) -> None:
         CassandraChatMemoryRepository.from_url(bad)
 
 
+@pytest.mark.parametrize(
+    ("old", "value", "new", "expected"),
+    [
+        ("request_timeout", "3", "read_timeout", 3.0),
+        ("initialize_schema", "false", "initialize_schema", "never"),
+    ],
+)
+def test_former_option_names_and_values_still_work_with_a_deprecation_warning(
+    old: str, value: str, new: str, expected: object
+) -> None:
+    with pytest.warns(DeprecationWarning, match=new):
+        repository = CassandraChatMemoryRepository.from_url(
+            f"cassandra://127.0.0.1/ks?{old}={value}"
+        )
+    got = getattr(repository._options, new)
+    assert (got.total_seconds() if new == "read_timeout" else got) == expected
+    repository.close()
+
+
+def test_driver_options_reach_the_cluster_and_unknown_url_parameters_are_refused() -> None:
+    repository = CassandraChatMemoryRepository.from_url(
+        "cassandra://127.0.0.1:9043/ks", driver_options={"protocol_version": 5, "port": 9999}
+    )
+    assert repository._db.cluster.protocol_version == 5
+    assert repository._db.cluster.port == 9999  # driver_options win over chatmem's
+    repository.close()
+    with pytest.raises(ConfigurationError, match=r"'protocol_version'.*driver_options"):
+        CassandraChatMemoryRepository.from_url("cassandra://127.0.0.1/ks?protocol_version=5")
+
+
+def test_server_version_and_db_system(url: str) -> None:
+    assert CassandraChatMemoryRepository.db_system == "cassandra"
+    with CassandraChatMemoryRepository.from_url(url) as repository:
+        assert repository.server_version().startswith("Apache Cassandra 5.")
+
+
 def test_url_hosts_and_password_stay_out_of_repr() -> None:
     repository = AsyncCassandraChatMemoryRepository.from_url(
         "cassandra://app:s3cret@10.0.0.1,10.0.0.2:9043/chat?ttl=60&local_datacenter=dc1"
@@ -89,8 +125,7 @@ def test_url_hosts_and_password_stay_out_of_repr() -> None:
     assert "10.0.0.2" in text
     assert "chat" in text
     assert "s3cret" not in text
-    assert repository._db.settings is not None
-    assert repository._db.settings.port == 9043
+    assert repository._db.cluster.port == 9043
     assert repository._ttl == 60
 
 
@@ -767,7 +802,7 @@ class Proxy:
                 sock.close()
 
 
-FAULT_OPTIONS = "connect_timeout=2&request_timeout=3"
+FAULT_OPTIONS = "connect_timeout=2&read_timeout=3"
 BOUND_SECONDS = 10.0
 
 

@@ -313,7 +313,7 @@ def test_cassandra_with_batch_commitlog_keeps_every_acknowledged_append(
     # private_server starts it with CHATMEM_CASSANDRA_DURABLE=1: commitlog_sync batch and the
     # schema flushed. The test server's periodic sync and unsafesystem both lose acknowledged
     # writes on a process crash (docs/durability.md has the numbers).
-    crash_and_recover(server, {"create_keyspace": True, "request_timeout": 10})
+    crash_and_recover(server, {"create_keyspace": True, "read_timeout": 10})
 
 
 @pytest.mark.slow

@@ -62,7 +62,7 @@ BACKENDS: dict[str, tuple[int, dict[str, Any]]] = {
             "serverSelectionTimeoutMS": int(TIMEOUT * 1000),
         },
     ),
-    "cassandra": (9042, {"request_timeout": TIMEOUT, "connect_timeout": TIMEOUT}),
+    "cassandra": (9042, {"read_timeout": TIMEOUT, "connect_timeout": TIMEOUT}),
     "neo4j": (
         7687,
         {

@@ -11,7 +11,7 @@ import pytest
 from chatmem import UserMessage
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_repository
-from chatmem_repositories.cassandra._settings import CassandraOptions
+from chatmem_repositories.cassandra import CassandraOptions
 from chatmem_repositories.mongodb._config import MongoOptions
 from chatmem_repositories.redis._keys import KeyLayout
 from chatmem_repositories.sql._schema import build_tables

@@ -10,7 +10,7 @@ from chatmem import UserMessage
 from chatmem._urls import is_secret_option, scrub
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_async_repository, create_repository, redact_url
-from chatmem_repositories.cassandra._settings import parse_url as cassandra_url
+from chatmem_repositories.cassandra._options import parse_url as cassandra_url
 from chatmem_repositories.mongodb._config import parse_url as mongo_url
 from tests.conftest import server_url
 
@@ -217,7 +217,7 @@ def test_malformed_hosts_and_ports_are_configuration_errors(url: str, match: str
 
 
 def test_cassandra_contact_points() -> None:
-    settings, _ = cassandra_url(f"cassandra://u:{SECRET}@[::1]:9043,h2,10.0.0.3/ks", {})
+    settings, *_ = cassandra_url(f"cassandra://u:{SECRET}@[::1]:9043,h2,10.0.0.3/ks", {})
     assert settings.hosts == ("::1", "h2", "10.0.0.3")
     assert settings.port == 9043
     assert SECRET not in repr(settings)
@@ -252,7 +252,7 @@ def test_cassandra_connects_through_several_contact_points() -> None:
 
 
 def test_names_with_a_trailing_newline_are_refused() -> None:
-    from chatmem_repositories.cassandra._settings import check_identifier, replication_map
+    from chatmem_repositories.cassandra._options import check_identifier, replication_map
 
     with pytest.raises(ConfigurationError, match="keyspace"):
         check_identifier("chat\n", "keyspace")

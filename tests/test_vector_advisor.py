@@ -164,7 +164,7 @@ def any_store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
         yield InMemoryVectorStore(model)
         return
     if request.param == "neo4j":
-        from chatmem_repositories.neo4j._sync.vector import Neo4jVectorStore
+        from chatmem_repositories.neo4j import Neo4jVectorStore
 
         store = Neo4jVectorStore.from_url(server_url("neo4j"), model, label="VecAdvisorDocument")
         try:
@@ -174,7 +174,7 @@ def any_store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
         return
     from cassandra.cluster import Cluster
 
-    from chatmem_repositories.cassandra._sync.vector import CassandraVectorStore
+    from chatmem_repositories.cassandra import CassandraVectorStore
 
     parts = urlsplit(server_url("cassandra"))
     cluster = Cluster([parts.hostname or "127.0.0.1"], port=parts.port or 9042)

@@ -16,8 +16,7 @@ from chatmem.testing.vectors import (
     VectorStoreConformance,
 )
 from chatmem.vector_store import VectorDocument
-from chatmem_repositories.cassandra._async.vector import AsyncCassandraVectorStore
-from chatmem_repositories.cassandra._sync.vector import CassandraVectorStore
+from chatmem_repositories.cassandra import AsyncCassandraVectorStore, CassandraVectorStore
 from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("cassandra")
@@ -88,3 +87,25 @@ def test_bad_names_are_refused(session: Session) -> None:
     for keyspace, table in (("ks; DROP", "t"), ("ks", "t (id text)"), ("ks", "x" * 41)):
         with pytest.raises(ConfigurationError):
             CassandraVectorStore(session, HashingEmbeddingModel(), keyspace=keyspace, table=table)
+
+
+def test_from_url_owns_its_connection_and_searches() -> None:
+    url = f"{server_url('cassandra').split('?')[0].rsplit('/', 1)[0]}/{KEYSPACE}"
+    store = CassandraVectorStore.from_url(
+        url + "?connect_timeout=5", HashingEmbeddingModel(), table="vec_from_url"
+    )
+    try:
+        store.add([VectorDocument(text="penguin walrus", metadata={"run": "from_url"})])
+        found = store.similarity_search("penguin walrus", where={"run": "from_url"})
+        assert [d.text for d in found] == ["penguin walrus"]
+        store.delete_where({"run": "from_url"})
+    finally:
+        store.close()
+    assert store._cluster.is_shutdown
+
+
+def test_from_url_refuses_an_unknown_option_before_connecting() -> None:
+    with pytest.raises(ConfigurationError, match="did you mean 'read_timeout'"):
+        CassandraVectorStore.from_url(
+            "cassandra://127.0.0.1/ks?read_timeuot=3", HashingEmbeddingModel()
+        )

@@ -1,4 +1,7 @@
-"""CQL of the Cassandra vector store, and row conversion (no I/O).
+"""The CQL statements of the Cassandra repository and vector store (no I/O).
+
+The repository's statements are prepared once per session, by name (:func:`statements`);
+the tables they address are described in ``_schema``. The vector store's follow.
 
 Values always travel as bound values of prepared statements: documents, vectors, filter keys
 and values, limits. The only text spliced into a statement is the keyspace, table and index
@@ -14,15 +17,13 @@ have a Storage-Attached Index, so ``filters[?] = ?`` restrictions combine with
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from chatmem._vector_types import VectorDocument, VectorFilter, check_identifier
+from chatmem.backend import check_identifier
 from chatmem.exceptions import ConfigurationError
+from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, Cql
 
-__all__ = ["VectorCql", "document_values", "documents_from_rows", "filter_values"]
+__all__ = ["VectorCql", "statements"]
 
 
 @dataclass(frozen=True)
@@ -116,41 +117,78 @@ class VectorCql:
         return f"SELECT id FROM {self.name} WHERE {where} LIMIT ?"
 
 
-def filter_values(where: VectorFilter) -> list[str]:
-    """Return the bound values of a filter: key, value, key, value...
+def statements(cql: Cql) -> dict[str, str]:
+    """Return every statement the repository prepares, by name.
 
     Args:
-        where: The filter.
+        cql: The keyspace and table names.
     """
-    values: list[str] = []
-    for key, value in where:
-        values += [check_identifier(key, "a filter key"), value]
-    return values
-
-
-def document_values(document: VectorDocument, vector: list[float]) -> tuple[Any, ...]:
-    """Return the bound values of the insert statement.
-
-    Args:
-        document: The document.
-        vector: Its embedding.
-    """
-    metadata = json.dumps(document.metadata, ensure_ascii=False)
-    return (document.id, document.text, metadata, document.filterable(), vector)
-
-
-def documents_from_rows(rows: Sequence[Sequence[Any]]) -> list[VectorDocument]:
-    """Turn ``(id, body, metadata, score)`` rows into scored documents.
-
-    Args:
-        rows: Result rows of a search statement.
-    """
-    return [
-        VectorDocument(
-            id=row[0],
-            text=row[1] or "",
-            metadata=json.loads(row[2]),
-            score=min(max(float(row[3]), 0.0), 1.0),
-        )
-        for row in rows
-    ]
+    m, c = cql.messages, cql.conversations
+    insert = (
+        f"INSERT INTO {m} (conversation_id, section, position, message_id, type,"
+        " created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    )
+    claim = (
+        f"INSERT INTO {m} (conversation_id, section, position, message_id, claimed)"
+        " VALUES (?, ?, ?, ?, ?)"
+    )
+    alive = f"UPDATE {m} USING TTL ? SET alive = true WHERE conversation_id = ?"
+    advance = f"UPDATE {m} SET next_position = ? WHERE conversation_id = ?"
+    mark = f"UPDATE {m} SET touched = true WHERE conversation_id = ?"
+    # Positions are never negative, so this condition always holds: it is there to put
+    # the batch in the partition's Paxos order (CQL has no unconditional Paxos write).
+    always = " IF next_position != -1"
+    columns = "position, type, data, alive, next_position"
+    window = f"SELECT {columns} FROM {m} WHERE conversation_id = ? AND section = ?"
+    return {
+        "claim": claim + " IF NOT EXISTS",
+        "claim_plain": claim,
+        "insert": insert,
+        # The counter: appends advance it from the value they expect, save_all sets it.
+        "advance": advance + " IF next_position = ?",
+        "restart": advance + always,
+        # The conditions of the delete batches: forget the counter with the rest of the
+        # partition; or, for delete_before, keep it and mark the partition written, if
+        # the conversation (or, with a TTL, its current life) still exists.
+        "forget": f"DELETE next_position FROM {m} WHERE conversation_id = ?" + always,
+        "mark": mark + " IF next_position > 0",
+        "mark_live": mark + " IF alive = true",
+        "touch": mark,
+        "owner": f"UPDATE {m} SET owner = ?, touched = true WHERE conversation_id = ?",
+        "system": f"UPDATE {m} SET owner = ?, system_position = ?, system_data = ?,"
+        " touched = true WHERE conversation_id = ?",
+        # The liveness cell: kept alive by every append, started anew after expiry.
+        "live": alive + " IF alive = true",
+        "revive": alive + " IF alive = null",
+        "live_plain": alive,
+        "touched_at": f"SELECT WRITETIME(touched) AS touched_at, alive FROM {m}"
+        " WHERE conversation_id = ? LIMIT 1",
+        "list_row": f"INSERT INTO {c} (scope, bucket, conversation_id) VALUES (?, ?, ?)"
+        " USING TTL ?",
+        "recent": window + " LIMIT ?",
+        "recent_before": window + " AND position < ? LIMIT ?",
+        "forward": window + " AND position > ? ORDER BY section DESC, position ASC LIMIT ?",
+        # Both message sections in one query (system rows first, then chat rows, each
+        # by position), so a history read of one page never straddles a write.
+        "forward_both": f"SELECT section, {columns} FROM {m} WHERE conversation_id = ?"
+        f" AND section IN ('{CHAT}', '{SYSTEM}') AND position > ?"
+        " ORDER BY section DESC, position ASC LIMIT ?",
+        # The whole partition, head first: the chat section (newest first), then claims
+        # and system rows; every row carries the static columns.
+        "window": f"SELECT section, {columns}, system_position, system_data FROM {m}"
+        " WHERE conversation_id = ? LIMIT ?",
+        "current_system": f"SELECT DISTINCT conversation_id, system_position, system_data,"
+        f" alive, next_position FROM {m} WHERE conversation_id = ?",
+        "count_before": f"SELECT COUNT(*) FROM {m} WHERE conversation_id = ?"
+        " AND section = ? AND position < ?",
+        # Only in conditional batches, which give them the ballot's timestamp.
+        "clear": f"DELETE FROM {m} WHERE conversation_id = ?",
+        "clear_before": f"DELETE FROM {m} WHERE conversation_id = ? AND section = ?"
+        " AND position < ?",
+        # An expired life's data, at the timestamp of its last write (a past ballot's).
+        "drop": f"DELETE FROM {m} USING TIMESTAMP ? WHERE conversation_id = ?",
+        "unlist": f"DELETE FROM {c} USING TIMESTAMP ? WHERE scope = ? AND bucket = ?"
+        " AND conversation_id = ?",
+        "list": f"SELECT conversation_id FROM {c} WHERE scope = ? AND bucket = ?"
+        " AND conversation_id > ? LIMIT ?",
+    }

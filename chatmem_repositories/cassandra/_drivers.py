@@ -1,11 +1,12 @@
-"""The session adapters: one blocking, one async over the driver's own futures.
+"""Client construction and the session adapters: blocking, and async over the driver's futures.
 
 cassandra-driver has a single ``Session`` class for both worlds: ``execute`` blocks and
 ``execute_async`` returns a ``ResponseFuture`` whose callbacks run on the driver's I/O
 thread. :class:`AsyncSessionAdapter` turns those callbacks into awaitables with
 ``loop.call_soon_threadsafe``, so a request never blocks the event loop and no executor is
 involved. :class:`SessionAdapter` has the same methods and blocks; the generated sync
-repository uses it.
+repository uses it. The vector store, handed a plain session, runs its statements through
+``execute``/``async_execute`` and friends at the end of this module.
 
 The driver has no non-blocking way to connect a ``Cluster``, prepare a statement or shut a
 cluster down. The async adapter therefore does those once-per-repository steps (connect,
@@ -19,25 +20,44 @@ import asyncio
 import contextlib
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, WriteFailure, WriteTimeout
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement, dict_factory
 
-from chatmem._concurrency import AsyncLock, Lock
+from chatmem.backend import AsyncLock, Lock
+from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
+from chatmem_repositories.cassandra._cql import statements
 from chatmem_repositories.cassandra._errors import driver_errors, translate
-from chatmem_repositories.cassandra._schema import Cql, create_keyspace_cql
-from chatmem_repositories.cassandra._settings import (
+from chatmem_repositories.cassandra._options import (
     CassandraOptions,
     ConnectionSettings,
     replication_map,
 )
+from chatmem_repositories.cassandra._schema import Cql, create_keyspace_cql
 
-__all__ = ["AsyncSessionAdapter", "Row", "SessionAdapter"]
+__all__ = [
+    "VECTOR_WRITES_IN_FLIGHT",
+    "AsyncSemaphore",
+    "AsyncSessionAdapter",
+    "Row",
+    "Semaphore",
+    "SessionAdapter",
+    "async_execute",
+    "async_execute_all",
+    "async_on_thread",
+    "async_sleep",
+    "execute",
+    "execute_all",
+    "new_cluster",
+    "on_thread",
+    "sleep",
+]
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -51,19 +71,14 @@ class _Connection:
     """What both adapters share: set-up, prepared statements and statement building."""
 
     def __init__(
-        self,
-        cql: Cql,
-        options: CassandraOptions,
-        *,
-        settings: ConnectionSettings | None = None,
-        session: Session | None = None,
+        self, cql: Cql, options: CassandraOptions, client: Session | Cluster, *, owned: bool
     ) -> None:
         self.cql = cql
         self.options = options
-        self.settings = settings
-        self.owns_session = session is None
-        self.session: Session | None = session
-        self.cluster: Cluster | None = None if session is None else session.cluster
+        self.owns_session = owned
+        """Whether shutting down is this adapter's job (the client came from ``from_url``)."""
+        self.session: Session | None = client if isinstance(client, Session) else None
+        self.cluster: Cluster = client if isinstance(client, Cluster) else client.cluster
         self.prepared: dict[str, PreparedStatement] = {}
         self.read_profile: ExecutionProfile | None = None
         self.write_profile: ExecutionProfile | None = None
@@ -74,7 +89,6 @@ class _Connection:
         """Connect (if this adapter owns the session), create the schema, prepare statements."""
         with driver_errors():
             if self.session is None:
-                self.cluster = _new_cluster(self.settings, self.options)
                 self.session = self.cluster.connect()
             session = self.session
             opts = self.options
@@ -82,13 +96,13 @@ class _Connection:
                 replication = replication_map(opts.replication) if opts.replication else None
                 ddl = create_keyspace_cql(self.cql.keyspace, replication, opts.replication_factor)
                 session.execute(ddl, timeout=_DDL_TIMEOUT)
-            if opts.initialize_schema:
+            if opts.initialize_schema == "always":
                 for ddl in self.cql.tables():
                     session.execute(ddl, timeout=_DDL_TIMEOUT)
             self.prepared = {
-                name: session.prepare(text) for name, text in self.cql.statements().items()
+                name: session.prepare(text) for name, text in statements(self.cql).items()
             }
-            timeout = opts.request_timeout.total_seconds()
+            timeout = opts.read_timeout.total_seconds()
             self.read_profile = session.execution_profile_clone_update(
                 EXEC_PROFILE_DEFAULT,
                 row_factory=dict_factory,
@@ -106,7 +120,7 @@ class _Connection:
 
     def shutdown_blocking(self) -> None:
         """Shut the cluster down if this adapter created it."""
-        if self.owns_session and self.cluster is not None:
+        if self.owns_session:
             self.cluster.shutdown()
 
     def bind(self, name: str, parameters: Sequence[Any]) -> Statement:
@@ -124,7 +138,6 @@ class _Connection:
 
     def timestamp(self) -> int:
         """Return a write timestamp from the driver's own monotonic generator."""
-        assert self.cluster is not None
         return int(self.cluster.timestamp_generator())
 
     def _profile(self, write: bool) -> ExecutionProfile:
@@ -137,8 +150,16 @@ def _level(name: str) -> int:
     return int(getattr(ConsistencyLevel, name))
 
 
-def _new_cluster(settings: ConnectionSettings | None, options: CassandraOptions) -> Cluster:
-    assert settings is not None
+def new_cluster(
+    settings: ConnectionSettings, options: CassandraOptions, driver_options: dict[str, Any]
+) -> Cluster:
+    """Build a ``Cluster`` for the URL's contact points (not connected yet).
+
+    Args:
+        settings: Contact points, port and credentials from the URL.
+        options: The repository's options (timeouts, local datacenter).
+        driver_options: Further ``Cluster`` keyword arguments; they win over chatmem's.
+    """
     auth = None
     if settings.username is not None:
         auth = PlainTextAuthProvider(username=settings.username, password=settings.password)
@@ -146,17 +167,17 @@ def _new_cluster(settings: ConnectionSettings | None, options: CassandraOptions)
     connect = options.connect_timeout.total_seconds()
     profile = ExecutionProfile(
         load_balancing_policy=policy,
-        request_timeout=options.request_timeout.total_seconds(),
+        request_timeout=options.read_timeout.total_seconds(),
         row_factory=dict_factory,
     )
-    return Cluster(
-        list(settings.hosts),
-        port=settings.port,
-        auth_provider=auth,
-        connect_timeout=connect,
-        control_connection_timeout=connect,
-        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-    )
+    arguments: dict[str, Any] = {
+        "port": settings.port,
+        "auth_provider": auth,
+        "connect_timeout": connect,
+        "control_connection_timeout": connect,
+        "execution_profiles": {EXEC_PROFILE_DEFAULT: profile},
+    }
+    return Cluster(list(settings.hosts), **{**arguments, **driver_options})
 
 
 def ttl_seconds(options: CassandraOptions) -> int:
@@ -218,14 +239,14 @@ class AsyncSessionAdapter(_Connection):
             return
         async with self._lock:
             if not self.ready:
-                await _on_thread(self.setup_blocking)
+                await async_on_thread(self.setup_blocking)
 
     async def execute(self, statement: Statement, *, write: bool = False) -> list[Row]:
         """Run one statement and return its rows."""
         assert self.session is not None
         with driver_errors():
             future = self.session.execute_async(statement, execution_profile=self._profile(write))
-        return await _rows(future, write=write)
+        return await _bridge(future, _dicts, write=write)
 
     async def execute_all(
         self, statements: Sequence[Statement], *, write: bool = False
@@ -237,26 +258,36 @@ class AsyncSessionAdapter(_Connection):
                 self.session.execute_async(s, execution_profile=self._profile(write))
                 for s in statements
             ]
-        return list(await asyncio.gather(*(_rows(f, write=write) for f in futures)))
+        return list(await asyncio.gather(*(_bridge(f, _dicts, write=write) for f in futures)))
 
     async def aclose(self) -> None:
         """Shut the cluster down (on a thread) if this adapter owns it."""
         if not self.closed:
             self.closed = True
-            if self.owns_session and self.cluster is not None:
-                await _on_thread(self.shutdown_blocking)
+            if self.owns_session:
+                await async_on_thread(self.shutdown_blocking)
 
 
-def _rows(response_future: Any, *, write: bool = False) -> asyncio.Future[list[Row]]:
+def _dicts(rows: Any) -> list[Row]:
+    return list(rows or ())
+
+
+def _lists(rows: Any) -> list[list[Any]]:
+    return [list(r.values()) if isinstance(r, dict) else list(r) for r in rows or ()]
+
+
+def _bridge(
+    response_future: Any, convert: Callable[[Any], list[T]], *, write: bool = False
+) -> asyncio.Future[list[T]]:
     """Bridge a driver ``ResponseFuture`` to an asyncio future (first page of rows)."""
     loop = asyncio.get_running_loop()
-    waiter: asyncio.Future[list[Row]] = loop.create_future()
+    waiter: asyncio.Future[list[T]] = loop.create_future()
 
     def settle(rows: Any, exc: BaseException | None) -> None:
         if waiter.done():  # cancelled by the caller
             return
         if exc is None:
-            waiter.set_result(list(rows or ()))
+            waiter.set_result(convert(rows))
         else:
             mapped = translate(exc, write=write)
             if mapped is not exc:
@@ -272,31 +303,139 @@ def _rows(response_future: Any, *, write: bool = False) -> asyncio.Future[list[R
     return waiter
 
 
-async def _on_thread(function: Callable[[], T]) -> T:
-    """Run a blocking set-up step on a thread of its own and await its result."""
+def on_thread(function: Callable[[], T]) -> T:
+    """Run a blocking set-up step (in the sync twin: right away).
+
+    Args:
+        function: The step.
+    """
+    return function()
+
+
+async def async_on_thread(function: Callable[[], T]) -> T:
+    """Run a blocking set-up step on a thread of its own and await its result.
+
+    The driver has no non-blocking connect, prepare or shutdown; a short-lived thread keeps
+    them off the event loop without an executor.
+
+    Args:
+        function: The step.
+    """
     loop = asyncio.get_running_loop()
     waiter: asyncio.Future[T] = loop.create_future()
 
-    def settle_result(value: T) -> None:
-        if not waiter.done():
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if waiter.done():
+            return
+        if exc is None:
             waiter.set_result(value)
-
-    def settle_error(exc: BaseException) -> None:
-        if not waiter.done():
+        else:
             waiter.set_exception(exc)
 
     def run() -> None:
         try:
-            value = function()
+            value, error = function(), None
         except BaseException as exc:
-            _post(loop, settle_error, exc)
-        else:
-            _post(loop, settle_result, value)
+            value, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone; nobody waits any more
+            loop.call_soon_threadsafe(settle, value, error)
 
     threading.Thread(target=run, name="chatmem-cassandra-setup", daemon=True).start()
     return await waiter
 
 
-def _post(loop: asyncio.AbstractEventLoop, callback: Callable[[Any], None], value: Any) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop is gone; nobody waits any more
-        loop.call_soon_threadsafe(callback, value)
+# -- the vector store's statements: plain sessions, rows as lists ------------------------------
+
+VECTOR_WRITES_IN_FLIGHT = 2
+"""Writes one store keeps in flight. Cassandra 5.0's SAI vector index fails mutations
+("outstanding pooled objects has gone beyond the limit") when more concurrent writes reach a
+table than the node has processors plus one, so writes are bounded, and retried."""
+
+AsyncSemaphore = asyncio.Semaphore
+Semaphore = threading.Semaphore
+async_sleep = asyncio.sleep
+sleep = time.sleep
+
+_RETRIES = 6
+_BACKOFF = 0.01
+
+
+def _retryable(exc: RepositoryError) -> bool:
+    # WriteFailure / WriteTimeout from an overloaded vector index: the write may be retried
+    # because every write here is an idempotent upsert or delete by key.
+    cause = exc.__cause__
+    return isinstance(cause, WriteFailure | WriteTimeout) or isinstance(exc, RepositoryTimeoutError)
+
+
+def execute(
+    session: Session, statement: Statement | str, params: Sequence[Any] = ()
+) -> list[list[Any]]:
+    """Run one statement and return its rows as lists.
+
+    Args:
+        session: The driver session.
+        statement: A bound statement or CQL text.
+        params: Values for CQL text.
+    """
+    with driver_errors():
+        return _lists(session.execute(statement, params or None))
+
+
+def execute_all(session: Session, statements: Sequence[Statement], gate: Semaphore) -> None:
+    """Run idempotent writes, as many at once as ``gate`` allows, retrying write failures.
+
+    Args:
+        session: The driver session.
+        statements: Bound idempotent statements (upserts, deletes by key).
+        gate: Bounds the writes in flight (see :data:`VECTOR_WRITES_IN_FLIGHT`).
+    """
+    for statement in statements:
+        with gate:
+            for attempt in range(_RETRIES + 1):
+                try:
+                    execute(session, statement)
+                    break
+                except RepositoryError as exc:
+                    if attempt == _RETRIES or not _retryable(exc):
+                        raise
+                sleep(_BACKOFF * 2**attempt)
+
+
+async def async_execute(
+    session: Session, statement: Statement | str, params: Sequence[Any] = ()
+) -> list[list[Any]]:
+    """Run one statement without blocking the loop and return its rows as lists.
+
+    Args:
+        session: The driver session.
+        statement: A bound statement or CQL text.
+        params: Values for CQL text.
+    """
+    with driver_errors():
+        future = session.execute_async(statement, params or None)
+    return await _bridge(future, _lists)
+
+
+async def async_execute_all(
+    session: Session, statements: Sequence[Statement], gate: AsyncSemaphore
+) -> None:
+    """Run idempotent writes, as many at once as ``gate`` allows, retrying write failures.
+
+    Args:
+        session: The driver session.
+        statements: Bound idempotent statements (upserts, deletes by key).
+        gate: Bounds the writes in flight (see :data:`VECTOR_WRITES_IN_FLIGHT`).
+    """
+
+    async def one(statement: Statement) -> None:
+        async with gate:
+            for attempt in range(_RETRIES + 1):
+                try:
+                    await async_execute(session, statement)
+                    return
+                except RepositoryError as exc:
+                    if attempt == _RETRIES or not _retryable(exc):
+                        raise
+                await async_sleep(_BACKOFF * 2**attempt)
+
+    await asyncio.gather(*(one(s) for s in statements))

@@ -26,10 +26,9 @@ from chatmem.exceptions import (
     RepositoryTimeoutError,
     RepositoryWriteTimeoutError,
 )
+from chatmem_repositories.cassandra._options import BACKEND
 
-__all__ = ["BACKEND", "driver_errors", "is_paxos_contention", "translate"]
-
-BACKEND = "cassandra"
+__all__ = ["driver_errors", "is_paxos_contention", "translate"]
 
 # Order matters: the first matching class wins.
 _TABLE: tuple[tuple[tuple[type[BaseException], ...], type[RepositoryError], str], ...] = (

@@ -1,8 +1,15 @@
-"""Options of the cassandra repository and URL parsing (no I/O)."""
+"""Options of the cassandra repository and vector store, and URL parsing (no I/O).
+
+The URL option rule (``chatmem_repositories._options.parse_url_options``): every query
+parameter is one of :class:`CassandraOptions`; the backend passes no URL parameter through
+to the driver (:data:`DRIVER_PARAMETERS` is empty), so any other ``Cluster`` argument goes
+in ``driver_options={...}``.
+"""
 
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
@@ -10,21 +17,45 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from chatmem.backend import redact_url
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
-    parse_options,
-    redact_url,
-    split_query,
+    InitializeSchema,
+    Renamed,
+    parse_url_options,
+    schema_flag,
     split_url,
 )
 
-__all__ = ["CassandraOptions", "ConnectionSettings", "parse_url"]
+__all__ = [
+    "BACKEND",
+    "DRIVER_PARAMETERS",
+    "RENAMED",
+    "CassandraOptions",
+    "ConnectionSettings",
+    "Consistency",
+    "SerialConsistency",
+    "parse_url",
+]
+
+BACKEND = "cassandra"
+"""The backend name carried by errors."""
+
+DRIVER_PARAMETERS: frozenset[str] = frozenset()
+"""URL query parameters passed to the driver as written: none (cassandra-driver reads no
+URL); other ``Cluster`` arguments go in ``driver_options``."""
+
+RENAMED = {"request_timeout": Renamed("read_timeout")}
+"""Former option names, still accepted with a ``DeprecationWarning``."""
 
 # Checked with fullmatch: "^...$" with match would accept a trailing newline.
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
 
 Consistency = Literal["ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE"]
+"""A consistency level of reads and writes."""
+SerialConsistency = Literal["SERIAL", "LOCAL_SERIAL"]
+"""A consistency level of the Paxos phase."""
 
 
 class CassandraOptions(BaseModel):
@@ -40,7 +71,7 @@ class CassandraOptions(BaseModel):
     """Consistency level of reads."""
     write_consistency: Consistency = "LOCAL_QUORUM"
     """Consistency level of writes (the commit phase of appends)."""
-    serial_consistency: Literal["SERIAL", "LOCAL_SERIAL"] = "LOCAL_SERIAL"
+    serial_consistency: SerialConsistency = "LOCAL_SERIAL"
     """Consistency level of the Paxos phase of appends."""
     create_keyspace: bool = False
     """Create the keyspace if it does not exist."""
@@ -48,8 +79,10 @@ class CassandraOptions(BaseModel):
     """Replication factor of a created keyspace (SimpleStrategy)."""
     replication: str | None = None
     """``dc1:3,dc2:3`` creates the keyspace with NetworkTopologyStrategy instead."""
-    initialize_schema: bool = True
-    """Create the tables if they do not exist."""
+    initialize_schema: InitializeSchema = "always"
+    """``"always"`` creates the tables if they do not exist; ``"never"`` leaves the schema to
+    you. ``true``/``false`` (the former boolean form) still work, with a
+    ``DeprecationWarning``."""
     table_prefix: str = "chatmem_"
     """Prefix of the table names: a lowercase letter, then up to 30 lowercase letters,
     digits or underscores."""
@@ -57,8 +90,21 @@ class CassandraOptions(BaseModel):
     """Partitions the conversation listing is spread over."""
     connect_timeout: Duration = timedelta(seconds=5)
     """How long to wait for a connection."""
-    request_timeout: Duration = timedelta(seconds=10)
-    """How long to wait for one statement's answer."""
+    read_timeout: Duration = timedelta(seconds=10)
+    """How long to wait for one statement's answer (``request_timeout`` before)."""
+
+    @field_validator("initialize_schema", mode="before")
+    @classmethod
+    def _boolean_form(cls, value: object) -> object:
+        if isinstance(value, bool) or value in ("true", "false", "1", "0", "True", "False"):
+            warnings.warn(
+                "a boolean initialize_schema of the cassandra repository is deprecated; "
+                "use 'always' or 'never'",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return schema_flag(value)
+        return value
 
     @field_validator("table_prefix")
     @classmethod
@@ -146,18 +192,29 @@ def _contact_point(item: str, url: str) -> tuple[str, int | None]:
 
 def parse_url(
     url: str, keyword_options: dict[str, Any]
-) -> tuple[ConnectionSettings, CassandraOptions]:
+) -> tuple[ConnectionSettings, CassandraOptions, dict[str, Any]]:
     """Parse ``cassandra://[user:password@]host1[:port],host2[:port]/keyspace?options``.
 
     Contact points may be names, IPv4 or bracketed IPv6 addresses; they share one port
     (9042 unless given).
 
+    Returns:
+        Where to connect, the validated options, and the ``Cluster`` keyword arguments
+        from ``driver_options``.
+
     Raises:
         ConfigurationError: For a malformed URL, host or port, contact points on different
             ports, a bad keyspace or an unknown option.
     """
-    base, query = split_query(url)
-    parts = split_url(base)
+    parsed = parse_url_options(
+        CassandraOptions,
+        url,
+        keyword_options,
+        backend=BACKEND,
+        driver_parameters=DRIVER_PARAMETERS,
+        renamed=RENAMED,
+    )
+    parts = split_url(parsed.url)
     if parts.scheme.lower() != "cassandra":
         raise ConfigurationError(f"not a cassandra:// URL: {redact_url(url)!r}")
     userinfo, _, hostinfo = parts.netloc.rpartition("@")
@@ -175,5 +232,5 @@ def parse_url(
     hosts = [host for host, _ in points] or ["127.0.0.1"]
     port = ports.pop() if ports else 9042
     keyspace = check_identifier(parts.path.strip("/"), "the keyspace (URL path)")
-    options = parse_options(CassandraOptions, query, keyword_options, backend="cassandra")
-    return ConnectionSettings(tuple(hosts), port, keyspace, username, password), options
+    settings = ConnectionSettings(tuple(hosts), port, keyspace, username, password)
+    return settings, parsed.options, parsed.driver_options

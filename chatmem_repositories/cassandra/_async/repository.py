@@ -8,41 +8,54 @@ import threading
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
 
-from cassandra.cluster import Session
+from cassandra.cluster import Cluster, Session
+from cassandra.query import SimpleStatement
 
-from chatmem._concurrency import AsyncLock, async_sleep
-from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._repository_support import check_limit, matches_history_filters
+from chatmem.backend import (
+    AsyncLock,
+    ConversationPage,
+    Position,
+    StoredMessage,
+    async_sleep,
+    check_limit,
+    matches_history_filters,
+    unique_by_id,
+)
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
 from chatmem.messages import Message, MessageType
-from chatmem_repositories._options import parse_options
-from chatmem_repositories.cassandra._drivers import AsyncSessionAdapter, Row, ttl_seconds
-from chatmem_repositories.cassandra._errors import BACKEND, is_paxos_contention
-from chatmem_repositories.cassandra._positions import (
+from chatmem_repositories._options import InitializeSchema, parse_url_options
+from chatmem_repositories.cassandra._codec import (
     CLAIM_POSITION,
     FIRST_POSITION,
+    MAX_LIMIT,
     NextPositions,
     decode_cursor,
     encode_cursor,
     listing_bucket,
-    parse_position,
-)
-from chatmem_repositories.cassandra._rows import (
-    MAX_LIMIT,
     message_rows,
+    parse_position,
     stored,
-    unique_by_id,
 )
-from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, TRACKED, Cql
-from chatmem_repositories.cassandra._settings import (
+from chatmem_repositories.cassandra._drivers import (
+    AsyncSessionAdapter,
+    Row,
+    new_cluster,
+    ttl_seconds,
+)
+from chatmem_repositories.cassandra._errors import is_paxos_contention
+from chatmem_repositories.cassandra._options import (
+    BACKEND,
     CassandraOptions,
+    Consistency,
+    SerialConsistency,
     check_identifier,
     parse_url,
 )
+from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, TRACKED, Cql
 
 __all__ = ["AsyncCassandraChatMemoryRepository"]
 
@@ -111,19 +124,68 @@ class AsyncCassandraChatMemoryRepository:
         ```
 
     Args:
-        session: A connected driver session; the repository borrows it and never shuts it
-            down. Use :meth:`from_url` to let the repository own its connection.
+        session: A connected driver session, or a ``Cluster`` to connect on first use; the
+            repository borrows it and never shuts it down. Use :meth:`from_url` to let the
+            repository own its connection.
         keyspace: The keyspace of the tables.
-        **options: See :class:`~chatmem_repositories.cassandra.CassandraOptions`.
+        ttl: Expire a conversation this long after its last append (seconds or a timedelta);
+            ``None`` keeps it forever.
+        table_prefix: Prefix of the table names (a lowercase letter, then up to 30
+            lowercase letters, digits or ``_``).
+        initialize_schema: ``"always"`` creates the tables if missing; ``"never"`` does not.
+        create_keyspace: Create the keyspace if it does not exist.
+        replication_factor: Replication factor of a created keyspace (SimpleStrategy).
+        replication: ``dc1:3,dc2:3`` creates the keyspace with NetworkTopologyStrategy.
+        listing_buckets: Partitions the conversation listing is spread over.
+        read_consistency: Consistency level of reads.
+        write_consistency: Consistency level of writes.
+        serial_consistency: Consistency level of the Paxos phase of writes.
+        read_timeout: How long to wait for one statement's answer (seconds or a timedelta).
+
+    Raises:
+        ConfigurationError: For a bad keyspace or option value.
     """
 
-    def __init__(self, session: Session, *, keyspace: str, **options: Any) -> None:
-        parsed = parse_options(CassandraOptions, {}, options, backend=BACKEND)
-        cql = Cql(check_identifier(keyspace, "keyspace"), parsed.table_prefix)
-        self._setup(AsyncSessionAdapter(cql, parsed, session=session), parsed)
+    db_system: ClassVar[str] = "cassandra"
+    """The OpenTelemetry ``db.system.name`` of this store."""
 
-    def _setup(self, db: AsyncSessionAdapter, options: CassandraOptions) -> None:
-        self._db = db
+    def __init__(
+        self,
+        session: Session | Cluster,
+        *,
+        keyspace: str,
+        ttl: timedelta | float | None = None,
+        table_prefix: str = "chatmem_",
+        initialize_schema: InitializeSchema = "always",
+        create_keyspace: bool = False,
+        replication_factor: int = 1,
+        replication: str | None = None,
+        listing_buckets: int = 16,
+        read_consistency: Consistency = "LOCAL_QUORUM",
+        write_consistency: Consistency = "LOCAL_QUORUM",
+        serial_consistency: SerialConsistency = "LOCAL_SERIAL",
+        read_timeout: timedelta | float = 10.0,
+    ) -> None:
+        options = parse_url_options(
+            CassandraOptions,
+            "",
+            {
+                "ttl": ttl,
+                "table_prefix": table_prefix,
+                "initialize_schema": initialize_schema,
+                "create_keyspace": create_keyspace,
+                "replication_factor": replication_factor,
+                "replication": replication,
+                "listing_buckets": listing_buckets,
+                "read_consistency": read_consistency,
+                "write_consistency": write_consistency,
+                "serial_consistency": serial_consistency,
+                "read_timeout": read_timeout,
+            },
+            backend=BACKEND,
+        ).options
+        cql = Cql(check_identifier(keyspace, "keyspace"), options.table_prefix)
+        self._db = AsyncSessionAdapter(cql, options, session, owned=False)
         self._options = options
         self._ttl = ttl_seconds(options)
         # Cassandra counts a TTL from the start of the current second, so a cell written
@@ -132,29 +194,34 @@ class AsyncCassandraChatMemoryRepository:
         self._buckets = options.listing_buckets
         self._next = NextPositions()
         # How long an append keeps re-sending while other writers win the counter.
-        self._patience = options.request_timeout.total_seconds()
+        self._patience = options.read_timeout.total_seconds()
         self._locks = _ConversationLocks()
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncCassandraChatMemoryRepository:
         """Create a repository that owns its connection from a ``cassandra://`` URL.
 
+        The connection is opened on first use.
+
         Args:
             url: ``cassandra://[user:password@]host1,host2[:port]/keyspace?option=value``.
-            **options: Options; they win over the URL's.
+            **options: Options of :class:`~chatmem_repositories.cassandra.CassandraOptions`
+                (they win over the URL's), and ``driver_options``, a mapping of further
+                ``cassandra.cluster.Cluster`` arguments.
 
         Raises:
             ConfigurationError: For a malformed URL or an unknown or invalid option.
         """
-        settings, parsed = parse_url(url, options)
-        repository = cls.__new__(cls)
-        cql = Cql(settings.keyspace, parsed.table_prefix)
-        repository._setup(AsyncSessionAdapter(cql, parsed, settings=settings), parsed)
+        settings, parsed, driver_options = parse_url(url, options)
+        cluster = new_cluster(settings, parsed, driver_options)
+        chosen = parsed.model_dump(exclude={"local_datacenter", "connect_timeout"})
+        repository = cls(cluster, keyspace=settings.keyspace, **chosen)
+        repository._db.owns_session = True
         return repository
 
     def __repr__(self) -> str:
-        where = self._db.settings.hosts if self._db.settings else "borrowed session"
-        return f"{type(self).__name__}(hosts={where!r}, keyspace={self._db.cql.keyspace!r})"
+        hosts = [str(h) for h in self._db.cluster.contact_points]
+        return f"{type(self).__name__}(hosts={hosts!r}, keyspace={self._db.cql.keyspace!r})"
 
     async def _ready(self) -> AsyncSessionAdapter:
         await self._db.setup()
@@ -531,6 +598,13 @@ class AsyncCassandraChatMemoryRepository:
                     break
                 after = ids[-1]
         return purged
+
+    async def server_version(self) -> str:
+        """Return the server's product and version, such as ``Apache Cassandra 5.0.2``."""
+        db = await self._ready()
+        rows = await db.execute(SimpleStatement("SELECT release_version FROM system.local"))
+        version = rows[0]["release_version"] if rows else "unknown version"
+        return f"Apache Cassandra {version}"
 
     async def aclose(self) -> None:
         """Shut down the cluster connection if this repository opened it."""

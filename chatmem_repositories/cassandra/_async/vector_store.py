@@ -4,36 +4,40 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from cassandra.cluster import Session
+from cassandra.cluster import Cluster, Session
 from cassandra.query import PreparedStatement
 
-from chatmem._async.embedding import AsyncEmbeddingModel
-from chatmem._async.vector_store import async_embed_documents, async_embed_query
-from chatmem._concurrency import AsyncLock, async_api
-from chatmem._flavor import check_flavor
-from chatmem._vector_types import (
+from chatmem.backend import (
+    AsyncBaseVectorStore,
+    AsyncLock,
     VectorDocument,
     VectorFilter,
     as_filter,
-    check_search,
-    check_vector,
+    async_api,
+    async_embed_documents,
+    check_flavor,
 )
+from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories.cassandra._errors import driver_errors
-from chatmem_repositories.cassandra._vector_cql import (
-    VectorCql,
+from chatmem_repositories._options import InitializeSchema
+from chatmem_repositories.cassandra._codec import (
     document_values,
     documents_from_rows,
     filter_values,
 )
-from chatmem_repositories.cassandra._vector_session import (
+from chatmem_repositories.cassandra._cql import VectorCql
+from chatmem_repositories.cassandra._drivers import (
     VECTOR_WRITES_IN_FLIGHT,
     AsyncSemaphore,
     async_execute,
     async_execute_all,
     async_on_thread,
+    new_cluster,
 )
+from chatmem_repositories.cassandra._errors import driver_errors
+from chatmem_repositories.cassandra._options import parse_url
 
 __all__ = ["AsyncCassandraVectorStore"]
 
@@ -44,7 +48,7 @@ _DELETE_BATCH = 1000
 _PREPARED_CONDITIONS = 4  # filters with more conditions are prepared on first use
 
 
-class AsyncCassandraVectorStore:
+class AsyncCassandraVectorStore(AsyncBaseVectorStore):
     """Stores documents in a Cassandra 5 table with a Storage-Attached vector index.
 
     Searches are one ``SELECT ... WHERE filters[?] = ? ... ORDER BY embedding ANN OF ?
@@ -53,18 +57,21 @@ class AsyncCassandraVectorStore:
 
     Example:
         ```python
-        store = AsyncCassandraVectorStore(session, embedding_model, keyspace="app")
+        store = AsyncCassandraVectorStore.from_url("cassandra://127.0.0.1/app", embedding_model)
         await store.add([VectorDocument(text="I live in Paris", metadata={"owner": "ann"})])
         await store.similarity_search("Where do I live?", where={"owner": "ann"})
+        await store.aclose()
         ```
 
     Args:
-        session: A connected driver session. The store never shuts it down.
+        session: A connected driver session, or a ``Cluster`` to connect on first use. The
+            store never shuts a handed-in one down.
         embedding_model: Embeds documents and queries.
         keyspace: An existing keyspace.
         table: The table; created with its indexes on first use.
         dimensions: Vector length; asked of the embedding model when ``None``.
-        create_schema: Create the table and indexes on first use.
+        initialize_schema: ``"always"`` creates the table and indexes on first use;
+            ``"never"`` expects them to exist.
 
     Raises:
         ConfigurationError: If a name is not an identifier or the model is of the other flavor.
@@ -72,25 +79,70 @@ class AsyncCassandraVectorStore:
 
     def __init__(
         self,
-        session: Session,
+        session: Session | Cluster,
         embedding_model: AsyncEmbeddingModel,
         *,
         keyspace: str,
         table: str = "vector_documents",
         dimensions: int | None = None,
-        create_schema: bool = True,
+        initialize_schema: InitializeSchema = "always",
     ) -> None:
-        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        super().__init__(embedding_model, dimensions=dimensions)
+        if initialize_schema not in ("always", "never"):
+            raise ConfigurationError(
+                f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
+            )
         self._cql = VectorCql.create(keyspace, table)
-        self.embedding_model = embedding_model
-        """The model that embeds documents and queries."""
-        self._session = session
-        self._dimensions = dimensions
-        self._create_schema = create_schema
+        self._session: Session | None = session if isinstance(session, Session) else None
+        self._cluster = session if isinstance(session, Cluster) else session.cluster
+        self._owns_cluster = False
+        self._initialize_schema = initialize_schema == "always"
         self._prepared: dict[str, PreparedStatement] = {}
         self._ready = False
         self._lock = AsyncLock()
         self._writes = AsyncSemaphore(VECTOR_WRITES_IN_FLIGHT)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        embedding_model: AsyncEmbeddingModel,
+        *,
+        table: str = "vector_documents",
+        dimensions: int | None = None,
+        initialize_schema: InitializeSchema = "always",
+        **options: Any,
+    ) -> AsyncCassandraVectorStore:
+        """Create a store that owns its connection (opened on first use).
+
+        Args:
+            url: ``cassandra://[user:password@]host1,host2[:port]/keyspace?option=value``; the
+                keyspace must exist (the repository's ``create_keyspace`` can make it).
+            embedding_model: Embeds documents and queries.
+            table: The table; created with its indexes on first use.
+            dimensions: Vector length; asked of the embedding model when ``None``.
+            initialize_schema: ``"always"`` creates the table and indexes on first use.
+            **options: The connection options of the Cassandra repository
+                (``connect_timeout``, ``read_timeout``, ``local_datacenter``) and
+                ``driver_options``, further ``Cluster`` arguments.
+
+        Raises:
+            ConfigurationError: For a malformed URL, an unknown option or a bad name.
+        """
+        settings, parsed, driver_options = parse_url(url, options)
+        VectorCql.create(settings.keyspace, table)  # a bad name leaks no cluster
+        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        cluster = new_cluster(settings, parsed, driver_options)
+        store = cls(
+            cluster,
+            embedding_model,
+            keyspace=settings.keyspace,
+            table=table,
+            dimensions=dimensions,
+            initialize_schema=initialize_schema,
+        )
+        store._owns_cluster = True
+        return store
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(table={self._cql.name!r})"
@@ -98,6 +150,7 @@ class AsyncCassandraVectorStore:
     # -- set-up -----------------------------------------------------------------------------
 
     async def _ensure_ready(self) -> None:
+        """Learn the dimensions, connect, create the table and prepare, once."""
         if self._ready:
             return
         async with self._lock:
@@ -110,9 +163,12 @@ class AsyncCassandraVectorStore:
             self._ready = True
 
     def _set_up_blocking(self, dimensions: int) -> None:
+        with driver_errors():
+            if self._session is None:
+                self._session = self._cluster.connect()
         cql, session = self._cql, self._session
         with driver_errors():
-            if self._create_schema:
+            if self._initialize_schema:
                 for ddl in cql.schema(dimensions):
                     session.execute(ddl, timeout=_DDL_TIMEOUT)
             column_type = session.prepare(cql.column_type)
@@ -133,11 +189,16 @@ class AsyncCassandraVectorStore:
     async def _statement(self, name: str, text: str) -> PreparedStatement:
         prepared = self._prepared.get(name)
         if prepared is None:
-            session = self._session
+            session = self._connected
             with driver_errors():
                 prepared = await async_on_thread(lambda: session.prepare(text))
             self._prepared[name] = prepared
         return prepared
+
+    @property
+    def _connected(self) -> Session:
+        assert self._session is not None, "_ensure_ready connects"
+        return self._session
 
     # -- the VectorStore API ----------------------------------------------------------------
 
@@ -159,58 +220,17 @@ class AsyncCassandraVectorStore:
         statements = [
             insert.bind(document_values(d, v)) for d, v in zip(documents, vectors, strict=True)
         ]
-        await async_execute_all(self._session, statements, self._writes)
+        await async_execute_all(self._connected, statements, self._writes)
         return [d.id for d in documents]
 
-    async def similarity_search(
-        self,
-        query: str,
-        *,
-        top_k: int = 4,
-        score_threshold: float = 0.0,
-        where: Where = None,
+    async def _search_by_vector(
+        self, vector: list[float], top_k: int, score_threshold: float, where: VectorFilter
     ) -> list[VectorDocument]:
-        """Return the documents most similar to ``query``, best first, with their scores.
-
-        Args:
-            query: The text.
-            top_k: How many documents at most.
-            score_threshold: Lowest score returned.
-            where: Only documents whose metadata matches.
-        """
-        check_search(top_k, score_threshold)
-        condition = as_filter(where)
-        await self._ensure_ready()
-        vector = await async_embed_query(self.embedding_model, query, self._dimensions)
-        return await self.similarity_search_by_vector(
-            vector, top_k=top_k, score_threshold=score_threshold, where=condition
-        )
-
-    async def similarity_search_by_vector(
-        self,
-        vector: Sequence[float],
-        *,
-        top_k: int = 4,
-        score_threshold: float = 0.0,
-        where: Where = None,
-    ) -> list[VectorDocument]:
-        """Like :meth:`similarity_search` with an embedding instead of a text.
-
-        Args:
-            vector: The query embedding.
-            top_k: How many documents at most.
-            score_threshold: Lowest score returned.
-            where: Only documents whose metadata matches.
-        """
-        check_search(top_k, score_threshold)
-        condition = as_filter(where)
-        await self._ensure_ready()
-        checked = check_vector(vector, self._dimensions)
-        n = len(condition.conditions)
+        n = len(where.conditions)
         statement = await self._statement(f"search{n}", self._cql.search(n))
-        bound = statement.bind([checked, *filter_values(condition), checked, top_k])
+        bound = statement.bind([vector, *filter_values(where), vector, top_k])
         bound.fetch_size = None  # ANN queries cannot page; LIMIT bounds the result
-        rows = await async_execute(self._session, bound)
+        rows = await async_execute(self._connected, bound)
         # Rows come best first, so the threshold cuts a suffix.
         return [d for d in documents_from_rows(rows) if (d.score or 0.0) >= score_threshold]
 
@@ -225,7 +245,7 @@ class AsyncCassandraVectorStore:
             return
         await self._ensure_ready()
         delete = self._prepared["delete"]
-        await async_execute_all(self._session, [delete.bind((i,)) for i in ids], self._writes)
+        await async_execute_all(self._connected, [delete.bind((i,)) for i in ids], self._writes)
 
     async def delete_where(self, where: Where) -> int:
         """Delete every document whose metadata matches a non-empty filter.
@@ -248,14 +268,17 @@ class AsyncCassandraVectorStore:
         total = 0
         while True:
             bound = select.bind([*filter_values(condition), _DELETE_BATCH])
-            ids = [row[0] for row in await async_execute(self._session, bound)]
-            await async_execute_all(self._session, [delete.bind((i,)) for i in ids], self._writes)
+            ids = [row[0] for row in await async_execute(self._connected, bound)]
+            await async_execute_all(self._connected, [delete.bind((i,)) for i in ids], self._writes)
             total += len(ids)
             if len(ids) < _DELETE_BATCH:
                 return total
 
     async def aclose(self) -> None:
-        """Nothing to release: the session belongs to the caller."""
+        """Shut the cluster down if the store created it (:meth:`from_url`)."""
+        if self._owns_cluster:
+            self._owns_cluster = False
+            await async_on_thread(self._cluster.shutdown)
 
 
 def _declared_dimensions(rows: Sequence[object]) -> int | None:
