@@ -52,12 +52,13 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# lock_run_dir DIR: serialize this server's start and stop scripts (start.sh calls stop.sh
-# while it already holds the lock, and says so with CHATMEM_SERVERS_LOCKED=1).
-lock_run_dir() {
-  mkdir -p "$1"
+# lock_file FILE: hold FILE's lock on fd 9 until the script exits, so that one server's start
+# and stop scripts run one at a time. A start.sh that calls stop.sh while it holds the lock
+# says so with CHATMEM_SERVERS_LOCKED=1.
+lock_file() {
+  mkdir -p "$(dirname "$1")"
   if [[ ${CHATMEM_SERVERS_LOCKED:-} != 1 ]]; then
-    exec 9>"$1/.lock"
+    exec 9>"$1"
     flock 9
   fi
 }
@@ -75,18 +76,36 @@ alive() {
 # command name as ps shows it, at most 15 characters), wait up to GRACE_SECONDS for it to
 # exit, then TERM again and KILL. Exit quietly if it is not running.
 stop_server() {
-  local name=$1 pidfile=$2 comm=$3 signal=$4 grace=$5 pid i
-  if [[ ! -f $pidfile ]]; then
+  local name=$1 pidfile=$2 comm=$3 signal=$4 grace=$5 pid deadline
+  if [[ ! -f $pidfile ]] || ! alive "$(cat "$pidfile")" "$comm"; then
+    rm -f "$pidfile"
     echo "$name: not running"
     return 0
   fi
   pid=$(cat "$pidfile")
-  if alive "$pid" "$comm"; then kill "-$signal" "$pid" 2>/dev/null || true; fi
-  for ((i = 0; i < grace * 20; i++)); do alive "$pid" "$comm" || break; sleep 0.05; done
+  kill "-$signal" "$pid" 2>/dev/null || true
+  # A deadline, not a count of polls: each poll runs ps, which takes a while on a busy machine.
+  deadline=$((${EPOCHREALTIME/./} + grace * 1000000))
+  while alive "$pid" "$comm" && ((${EPOCHREALTIME/./} < deadline)); do sleep 0.05; done
   if alive "$pid" "$comm"; then
     stop_pidfile "$pidfile" 5 # still up: TERM again, then KILL
   else
     rm -f "$pidfile"
   fi
   echo "$name: stopped"
+}
+
+# stop_test_server NAME COMM SIGNAL GRACE_SECONDS [LOCKFILE]: all that a stop.sh does. Under
+# the server's start/stop lock (default $CHATMEM_SERVERS_RUN/NAME/.lock), stop the process in
+# $CHATMEM_SERVERS_RUN/NAME/NAME.pid with stop_server. A stop.sh that defines before_stop
+# has it called first with the pid, only while the server runs (Redis saves a snapshot there).
+stop_test_server() {
+  local name=$1 comm=$2 signal=$3 grace=$4
+  local run=$CHATMEM_SERVERS_RUN/$name
+  local pidfile=$run/$name.pid
+  lock_file "${5:-$run/.lock}"
+  if [[ -f $pidfile ]] && alive "$(cat "$pidfile")" "$comm" && declare -F before_stop >/dev/null; then
+    before_stop "$(cat "$pidfile")"
+  fi
+  stop_server "$name" "$pidfile" "$comm" "$signal" "$grace"
 }
