@@ -25,6 +25,7 @@ from chatmem_repositories.sql import (
 )
 from chatmem_repositories.sql._drivers import engine_arguments
 from chatmem_repositories.sql._errors import is_retryable
+from chatmem_repositories.sql._plans import Plan
 from chatmem_repositories.sql._types import NUL_STAND_IN
 from tests.conftest import server_url
 
@@ -435,7 +436,7 @@ def test_statements_per_turn(repository: SqlChatMemoryRepository, cid: str) -> N
 def test_window_read_uses_the_index_on_sqlite(tmp_path: Path) -> None:
     with SqlChatMemoryRepository.from_url(f"sqlite:///{tmp_path}/x.db") as repository:
         repository.append("c", [UserMessage("x")])
-        statement = repository._sql.window("c", 20, None, datetime.now(UTC))
+        statement = repository._plan.reads.window("c", 20, None, datetime.now(UTC))
         compiled = statement.compile(repository._engine, compile_kwargs={"literal_binds": True})
         with repository._engine.connect() as connection:
             plan = " ".join(
@@ -459,10 +460,9 @@ async def test_async_create_repository_maps_sqlite_to_aiosqlite(tmp_path: Path) 
 def test_generic_reservation_path_used_by_sql_server_and_oracle(
     repository: SqlChatMemoryRepository, cid: str
 ) -> None:
-    # SQL Server and Oracle take the portable path (UPDATE, else INSERT in a savepoint, then
+    # SQL Server and Oracle take the portable plan (UPDATE, else INSERT in a savepoint, then
     # a locked SELECT; ids checked before inserting). Run it here on real databases.
-    repository._sql.reservation = "generic"
-    repository._sql.skip_conflicts = False
+    repository._plan = Plan(repository._tables, repository._engine.dialect)
     first = SystemMessage("first")
     stored = repository.append(cid, [first, UserMessage("u0")])
     assert [s.position for s in stored] == [1, 2]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
@@ -139,6 +139,7 @@ def engine_arguments(
     pool_size: int,
     max_overflow: int,
     pool_pre_ping: bool = False,
+    driver_options: Mapping[str, Any] | None = None,
 ) -> tuple[URL, dict[str, Any]]:
     """Return the URL (with a suitable driver) and keyword arguments for ``create_engine``.
 
@@ -153,6 +154,8 @@ def engine_arguments(
         pool_size: Connections kept open.
         max_overflow: Extra connections under load.
         pool_pre_ping: Test each connection on checkout (one more round trip per call).
+        driver_options: Keyword arguments for the driver's ``connect()``; they win over the
+            URL's query and the settings derived from the timeouts.
 
     Raises:
         ConfigurationError: If the URL cannot be parsed, has a port out of range, or names
@@ -171,7 +174,10 @@ def engine_arguments(
             "a number from 1 to 65535"
         )
     kwargs: dict[str, Any] = {
-        "connect_args": _connect_args(parsed, connect_timeout, read_timeout),
+        "connect_args": {
+            **_connect_args(parsed, connect_timeout, read_timeout),
+            **(driver_options or {}),
+        },
         "pool_pre_ping": pool_pre_ping,
     }
     memory = parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")

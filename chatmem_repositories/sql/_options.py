@@ -1,16 +1,31 @@
-"""Options of the SQL repository (no I/O)."""
+"""Options of the SQL repository, and the URL parameters each dialect passes to its driver.
+
+The rule for a URL's query (no I/O), every backend's: every parameter is one of chatmem's
+options (:class:`SqlOptions`) or a documented driver parameter of the URL's dialect
+(:data:`DRIVER_PARAMETERS`), passed to the driver unchanged; anything else is a
+:class:`~chatmem.exceptions.ConfigurationError` naming it, with a suggestion. Other driver
+arguments go through ``from_url(..., driver_options={...})``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from chatmem_repositories._options import Duration
+from chatmem.exceptions import ConfigurationError
+from chatmem_repositories._options import (
+    DRIVER_OPTIONS,
+    Duration,
+    ParsedUrl,
+    parse_url_options,
+    split_url,
+)
 from chatmem_repositories.sql._schema import check_table_prefix
 
-__all__ = ["SqlOptions"]
+__all__ = ["DRIVER_PARAMETERS", "SqlOptions", "parse_sql_url"]
 
 
 class SqlOptions(BaseModel):
@@ -44,3 +59,75 @@ class SqlOptions(BaseModel):
     @classmethod
     def _valid_prefix(cls, value: str) -> str:
         return check_table_prefix(value)
+
+
+_LIBPQ = """host hostaddr port dbname user password passfile require_auth channel_binding
+client_encoding options application_name fallback_application_name keepalives
+keepalives_idle keepalives_interval keepalives_count tcp_user_timeout gssencmode sslmode
+sslnegotiation sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl
+sslcrldir sslsni requirepeer ssl_min_protocol_version ssl_max_protocol_version krbsrvname
+gsslib gssdelegation service target_session_attrs load_balance_hosts"""
+# What SQLAlchemy's pymysql and aiomysql dialects take from a URL and both drivers accept.
+_MYSQL = """charset use_unicode client_flag local_infile compress unix_socket init_command
+sql_mode program_name ssl_ca ssl_cert ssl_key ssl_capath ssl_cipher ssl_check_hostname"""
+# sqlite3's connect() arguments SQLAlchemy reads, and SQLite's URI parameters, which are
+# read only with uri=true (SQLAlchemy ignores them otherwise: here that is an error).
+_SQLITE = "uri timeout isolation_level detect_types check_same_thread cached_statements"
+_SQLITE_URI = frozenset(["mode", "cache", "immutable", "nolock", "vfs", "psow", "modeof"])
+_MSSQL = """driver odbc_connect Encrypt TrustServerCertificate Trusted_Connection
+authentication ApplicationIntent MultiSubnetFailover LongAsMax"""
+_ORACLE = "service_name mode events"
+
+DRIVER_PARAMETERS: Mapping[str, frozenset[str]] = {
+    # libpq's connection keywords (psycopg passes them on; asyncpg takes its own "ssl").
+    "postgresql": frozenset(_LIBPQ.split()) | {"ssl", "prepared_statement_cache_size"},
+    "mysql": frozenset(_MYSQL.split()),
+    "mariadb": frozenset(_MYSQL.split()),
+    "sqlite": frozenset(_SQLITE.split()) | _SQLITE_URI,
+    "mssql": frozenset(_MSSQL.split()),
+    "oracle": frozenset(_ORACLE.split()),
+}
+"""URL query parameters passed to the driver unchanged, per dialect."""
+
+
+def _dialect_of(url: str) -> str:
+    scheme = split_url(url).scheme.lower().partition("+")[0]
+    return "postgresql" if scheme == "postgres" else scheme
+
+
+def parse_sql_url(
+    url: str, keyword_options: Mapping[str, Any], driver_options: Mapping[str, Any] | None
+) -> ParsedUrl[SqlOptions]:
+    """Apply the URL option rule with the driver parameters of the URL's dialect.
+
+    Args:
+        url: The repository URL.
+        keyword_options: ``from_url``'s keyword options; declared driver parameters given
+            as keywords go to the driver too.
+        driver_options: Arbitrary driver arguments (they win over everything else).
+
+    Returns:
+        The URL without chatmem's options, the options, and the driver's keyword arguments.
+
+    Raises:
+        ConfigurationError: For an unknown option or URL parameter (naming it, with a
+            suggestion), an SQLite URI parameter without ``uri=true``, or a bad value.
+    """
+    dialect = _dialect_of(url)
+    keywords = dict(keyword_options)
+    if driver_options is not None:
+        keywords[DRIVER_OPTIONS] = driver_options
+    parsed = parse_url_options(
+        SqlOptions,
+        url,
+        keywords,
+        backend="sql",
+        driver_parameters=DRIVER_PARAMETERS.get(dialect, frozenset()),
+    )
+    given = parsed.url_driver_parameters
+    if dialect == "sqlite" and "uri" not in given:
+        for name in sorted(_SQLITE_URI & set(given)):
+            raise ConfigurationError(
+                f"{name!r} is an SQLite URI parameter, read only with uri=true in the URL"
+            )
+    return parsed

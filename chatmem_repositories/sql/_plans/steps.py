@@ -1,0 +1,129 @@
+"""What a plan asks the repository to run: steps of a program, answered one at a time.
+
+A plan never touches a connection. Each operation is a generator (a *program*) that yields
+steps and receives their answers, as h11 does for HTTP; the repository runs the steps on
+its engine, sync or async, and sends the answers back. So one plan serves both repositories
+and holds every dialect decision, and the repository holds only the I/O: connections,
+transactions, retries and error mapping.
+
+At the top level a program yields :class:`Query`, :class:`Send` or :class:`Transaction`.
+A transaction's body yields :class:`Execute` and :class:`InsertOrConflict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Executable
+
+__all__ = [
+    "Body",
+    "Execute",
+    "InsertOrConflict",
+    "Program",
+    "Query",
+    "Reply",
+    "Send",
+    "Transaction",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One read statement in autocommit; answered with its rows (a list).
+
+    Attributes:
+        statement: The statement.
+        params: Its bound parameters, if built with ``bindparam``.
+    """
+
+    statement: Executable
+    params: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """One write statement in autocommit; answered with its rows (a list).
+
+    A connection lost after it was sent leaves the write's outcome unknown.
+
+    Attributes:
+        statement: The statement.
+        params: Its bound parameters.
+    """
+
+    statement: Executable
+    params: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Execute:
+    """One statement in the current transaction; answered with a :class:`Reply`.
+
+    Attributes:
+        statement: The statement.
+    """
+
+    statement: Executable
+
+
+@dataclass(frozen=True, slots=True)
+class InsertOrConflict:
+    """An ``INSERT`` in a savepoint; answered ``True``, or ``False`` if a unique key refused it.
+
+    Attributes:
+        statement: The insert.
+    """
+
+    statement: Executable
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The answer to :class:`Execute`.
+
+    Attributes:
+        rows: The rows it returned (none for a statement without ``RETURNING``).
+        rowcount: The rows it changed, as the driver reports it.
+    """
+
+    rows: list[Any]
+    rowcount: int
+
+    def one(self) -> Any:
+        """Return the only row.
+
+        Raises:
+            LookupError: If there is not exactly one row.
+        """
+        if len(self.rows) != 1:
+            raise LookupError(f"expected one row, got {len(self.rows)}")
+        return self.rows[0]
+
+    def first(self) -> Any | None:
+        """Return the first row, or ``None``."""
+        return self.rows[0] if self.rows else None
+
+
+Body = Generator[Execute | InsertOrConflict, Any, T]
+"""A transaction's body: yields statements, returns the transaction's result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction(Generic[T]):
+    """A transaction; answered with what its body returned once committed.
+
+    Attributes:
+        body: Makes the body's program; called again for every attempt (a deadlock or a
+            dropped pooled connection runs the whole transaction again).
+    """
+
+    body: Callable[[], Body[T]]
+
+
+Program = Generator[Query | Send | Transaction[Any], Any, T]
+"""An operation: yields top-level steps, returns the operation's result."""
