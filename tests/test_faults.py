@@ -67,7 +67,7 @@ BACKENDS: dict[str, tuple[int, dict[str, Any]]] = {
         7687,
         {
             "read_timeout": TIMEOUT,
-            "connection_timeout": TIMEOUT,
+            "connect_timeout": TIMEOUT,
             "connection_acquisition_timeout": 2 * TIMEOUT,
             "max_transaction_retry_time": TIMEOUT,
         },
@@ -78,6 +78,8 @@ DIRECT: dict[str, dict[str, Any]] = {
     "postgresql": {"initialize_schema": "always"},
     "mariadb": {"initialize_schema": "always"},
 }
+# Options for the first, direct repository of a run (see _prepare).
+PREPARE: dict[str, dict[str, Any]] = {"cassandra": {"create_keyspace": True}, "neo4j": {}}
 
 
 def _with_address(url: str, address: str) -> str:
@@ -163,15 +165,18 @@ def _proxy(backend: str) -> Iterator[tuple[Proxy, str, str]]:
         proxy.delete()
 
 
-def _warm_up(backend: str, url: str, cid: str) -> None:
-    """On Neo4j, append once straight to the server, with its default timeouts, first.
+def _prepare(backend: str, url: str, cid: str) -> None:
+    """Make what the proxied repository needs, straight on the server, with default timeouts.
 
-    A cold server plans a statement the first time it sees it (Neo4j takes over a second on a
-    loaded machine), which the short timeouts of the proxied repository must not measure.
+    Cassandra: the keyspace and tables, so that this module runs alone on a fresh server.
+    Neo4j: a first append, since a cold server plans a statement the first time it sees it
+    (over a second on a loaded machine), which the proxied repository's short timeouts must
+    not measure. The other backends create their schema through the proxy in a few
+    milliseconds.
     """
-    if backend != "neo4j":
+    if backend not in PREPARE:
         return
-    with create_repository(url, **DIRECT.get(backend, {})) as direct:
+    with create_repository(url, **DIRECT.get(backend, {}), **PREPARE[backend]) as direct:
         direct.append(cid, [UserMessage("warm-up")])
 
 
@@ -239,7 +244,7 @@ def _run_sync(backend: str) -> None:
                     raise
 
         try:
-            _warm_up(backend, url, cid)
+            _prepare(backend, url, cid)
             repository.append(cid, [UserMessage("warm-up")])
             writer = threading.Thread(target=write, daemon=True)
             writer.start()
@@ -277,7 +282,7 @@ async def _run_async(backend: str) -> None:
                     await asyncio.sleep(0.02)
 
         try:
-            _warm_up(backend, url, cid)
+            _prepare(backend, url, cid)
             await repository.append(cid, [UserMessage("warm-up")])
             async with _task(write()) as writer:
                 for seconds in _faults(proxy, outcomes):
