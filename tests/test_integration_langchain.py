@@ -1,0 +1,174 @@
+"""The LangChain chat message history on real langchain-core, every backend, sync and async."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core import messages as lc
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.language_models.fake_chat_models import (
+    FakeMessagesListChatModel,
+    GenericFakeChatModel,
+)
+from langchain_core.messages import trim_messages
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables.history import RunnableWithMessageHistory
+from langchain_core.tools import tool
+
+from chatmem import ConfigurationError, InMemoryChatMemoryRepository
+from chatmem.interop.langchain import ChatmemMessageHistory
+from tests import integration_backends
+from tests.integration_backends import new_conversation_id
+
+repository = integration_backends.repository
+async_repository = integration_backends.async_repository
+
+
+@tool
+def weather(city: str) -> str:
+    """Return the weather in a city."""
+    return f"sunny in {city}"
+
+
+def tool_round(call_id: str) -> list[lc.BaseMessage]:
+    call = lc.AIMessage(
+        "", tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": call_id}]
+    )
+    result = weather.invoke(call.tool_calls[0])  # a ToolMessage, as a LangGraph tool node makes
+    return [lc.HumanMessage("weather?"), call, result, lc.AIMessage("Sunny.")]
+
+
+def test_is_a_langchain_history() -> None:
+    assert issubclass(ChatmemMessageHistory, BaseChatMessageHistory)
+
+
+def test_add_read_clear(repository: Any) -> None:
+    conversation = new_conversation_id()
+    history = ChatmemMessageHistory(conversation, repository)
+    history.add_user_message("hi")
+    history.add_ai_message("hello")
+    history.add_messages(tool_round("c1"))
+    assert [m.type for m in history.messages] == ["human", "ai", "human", "ai", "tool", "ai"]
+    assert history.messages[4].tool_call_id == "c1"  # type: ignore[attr-defined]
+    assert history.messages[4].name == "weather"
+    # A second history on the same store sees the same conversation.
+    assert ChatmemMessageHistory(conversation, repository).messages == history.messages
+    history.clear()
+    assert history.messages == []
+
+
+async def test_async_add_read_clear(async_repository: Any) -> None:
+    history = ChatmemMessageHistory(new_conversation_id(), async_repository)
+    await history.aadd_messages([lc.HumanMessage("hi"), lc.AIMessage("hello")])
+    await history.aadd_messages(tool_round("c1"))
+    got = await history.aget_messages()
+    assert [m.type for m in got] == ["human", "ai", "human", "ai", "tool", "ai"]
+    await history.aclear()
+    assert await history.aget_messages() == []
+    with pytest.raises(ConfigurationError, match="only an async repository"):
+        _ = history.messages
+
+
+def test_window_keeps_whole_turns_and_tool_pairs(repository: Any) -> None:
+    conversation = new_conversation_id()
+    full = ChatmemMessageHistory(conversation, repository)
+    windowed = ChatmemMessageHistory(conversation, repository, max_messages=5)
+    full.add_messages([lc.SystemMessage("be brief")])
+    for turn in range(30):
+        full.add_messages(tool_round(f"c{turn}"))
+    assert len(full.messages) == 1 + 30 * 4  # the whole history stays
+    window = windowed.messages
+    # The system message, then the newest whole turn (4 messages): never a split tool pair.
+    assert [m.type for m in window] == ["system", "human", "ai", "tool", "ai"]
+    assert window[3].tool_call_id == "c29"  # type: ignore[attr-defined]
+
+
+async def test_async_window(async_repository: Any) -> None:
+    history = ChatmemMessageHistory(new_conversation_id(), async_repository, max_messages=3)
+    for turn in range(5):
+        await history.aadd_messages(tool_round(f"c{turn}"))
+    # The newest turn does not fit in 3: its question and newest whole unit are kept.
+    got = await history.aget_messages()
+    assert [m.type for m in got] == ["human", "ai"]
+    assert got[-1].content == "Sunny."
+
+
+# langchain-core 1.x deprecates RunnableWithMessageHistory in favour of LangGraph persistence;
+# applications still run it, so it is tested.
+RWMH_DEPRECATED = pytest.mark.filterwarnings(
+    "ignore:RunnableWithMessageHistory is deprecated:DeprecationWarning"
+)
+
+
+@RWMH_DEPRECATED
+def test_runnable_with_message_history(repository: Any) -> None:
+    model = GenericFakeChatModel(messages=iter(["Hello, Mr Bond.", "Your name is James Bond."]))
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{input}")]
+    )
+    seen: list[list[lc.BaseMessage]] = []
+
+    def record(value: Any) -> Any:
+        seen.append(value.to_messages())
+        return value
+
+    chain = RunnableWithMessageHistory(
+        prompt | record | model,
+        lambda session_id: ChatmemMessageHistory(session_id, repository, max_messages=20),
+        input_messages_key="input",
+        history_messages_key="history",
+    )
+    config = {"configurable": {"session_id": new_conversation_id()}}
+    chain.invoke({"input": "My name is James Bond"}, config=config)
+    answer = chain.invoke({"input": "What is my name?"}, config=config)
+    assert answer.content == "Your name is James Bond."
+    # The second call was sent the first exchange from chatmem.
+    assert [m.content for m in seen[1]][1:3] == ["My name is James Bond", "Hello, Mr Bond."]
+
+
+@RWMH_DEPRECATED
+async def test_runnable_with_message_history_async(async_repository: Any) -> None:
+    model = FakeMessagesListChatModel(responses=[lc.AIMessage("one"), lc.AIMessage("two")])
+    prompt = ChatPromptTemplate.from_messages(
+        [MessagesPlaceholder("history"), ("human", "{input}")]
+    )
+    conversation = new_conversation_id()
+    chain = RunnableWithMessageHistory(
+        prompt | model,
+        lambda session_id: ChatmemMessageHistory(session_id, async_repository),
+        input_messages_key="input",
+        history_messages_key="history",
+    )
+    config = {"configurable": {"session_id": conversation}}
+    await chain.ainvoke({"input": "a"}, config=config)
+    await chain.ainvoke({"input": "b"}, config=config)
+    stored = await ChatmemMessageHistory(conversation, async_repository).aget_messages()
+    assert [m.content for m in stored] == ["a", "one", "b", "two"]
+
+
+def test_model_tool_calls_are_stored_and_trimmed(repository: Any) -> None:
+    call = lc.AIMessage("", tool_calls=[{"name": "weather", "args": {"city": "Oslo"}, "id": "t1"}])
+    model = FakeMessagesListChatModel(responses=[call, lc.AIMessage("Sunny in Oslo.")])
+    history = ChatmemMessageHistory(new_conversation_id(), repository)
+    history.add_messages([lc.HumanMessage("Oslo weather?")])
+    first = model.invoke(history.messages)
+    history.add_messages([first, weather.invoke(first.tool_calls[0])])
+    history.add_messages([model.invoke(history.messages)])
+    stored = history.messages
+    assert stored[1].tool_calls[0]["args"] == {"city": "Oslo"}  # type: ignore[attr-defined]
+    assert stored[2].content == "sunny in Oslo"
+    history.add_messages(tool_round("t2"))
+    trimmed = trim_messages(
+        history.messages, max_tokens=5, token_counter=len, strategy="last", start_on="human"
+    )
+    # LangChain's trimmer works on what the history returns: the newest whole turn.
+    assert [m.type for m in trimmed] == ["human", "ai", "tool", "ai"]
+    assert trimmed[2].tool_call_id == trimmed[1].tool_calls[0]["id"] == "t2"  # type: ignore[attr-defined]
+
+
+def test_rejects_two_sync_repositories() -> None:
+    with pytest.raises(ConfigurationError):
+        ChatmemMessageHistory(
+            "x", InMemoryChatMemoryRepository(), async_repository=InMemoryChatMemoryRepository()
+        )
