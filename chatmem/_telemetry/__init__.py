@@ -12,6 +12,7 @@ The public switches (tracer and meter provider, content capture) are in
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_ASYNC_TWIN = re.compile(r"Async[A-Z]")
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The environment variable the OpenTelemetry GenAI instrumentations read for content capture."""
@@ -233,8 +235,14 @@ def record_tool_result(span: Span, result: str) -> None:
 
 
 def advisor_span(advisor: object) -> Span:
-    """Start the span of one advisor's step in the chain, not yet current."""
+    """Start the span of one advisor's step in the chain, not yet current.
+
+    An async twin's name loses its ``Async`` prefix (``advisor MessageChatMemoryAdvisor``).
+    """
     name = getattr(advisor, "name", None) or type(advisor).__name__
+    if _ASYNC_TWIN.match(name):
+        # Twins report alike, so dashboards do not depend on the client's flavor.
+        name = name[5:]
     return settings.tracer.start_span(  # type: ignore[no-any-return]
         f"advisor {name}",
         attributes={
