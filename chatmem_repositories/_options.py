@@ -69,6 +69,7 @@ DRIVER_OPTIONS = "driver_options"
 """The keyword that carries arbitrary driver arguments, on every backend."""
 
 _BOOL: TypeAdapter[bool] = TypeAdapter(bool)
+_LISTED = 12  # a longer list of driver parameters would drown the one-line error
 
 
 def schema_flag(value: object) -> str:
@@ -125,7 +126,11 @@ def _unknown_option(
 ) -> ConfigurationError:
     ours = sorted(model.model_fields)
     theirs = sorted(driver_parameters)
-    passed = f"; driver parameters passed through: {', '.join(theirs)}" if theirs else ""
+    passed = ""
+    if len(theirs) > _LISTED:
+        passed = f"; or one of its {len(theirs)} documented driver parameters"
+    elif theirs:
+        passed = f"; driver parameters passed through: {', '.join(theirs)}"
     return ConfigurationError(
         f"unknown option {name!r} for the {backend} repository"
         f"{did_you_mean(name, {*ours, *theirs, DRIVER_OPTIONS})}; chatmem options: "

@@ -22,7 +22,7 @@ from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
 from chatmem.messages import AssistantMessage, SystemMessage, UserMessage
 from chatmem_repositories import create_repository
 from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
-from chatmem_repositories.mongodb._documents import whole_batches
+from chatmem_repositories.mongodb._codec import whole_batches
 from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("mongodb")
@@ -296,7 +296,7 @@ def test_retry_racing_a_delete_never_leaves_part_of_its_batch(url: str, prefix: 
     batch = [UserMessage("u"), AssistantMessage("a"), AssistantMessage("b")]
     with (
         MongoChatMemoryRepository.from_url(
-            url, collection_prefix=prefix, event_listeners=[listener]
+            url, collection_prefix=prefix, driver_options={"event_listeners": [listener]}
         ) as repository,
         MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as other,
     ):
@@ -373,7 +373,7 @@ def test_delete_before_keeps_what_stays_of_a_batch_readable(url: str, prefix: st
 def test_round_trips_per_append_and_read(url: str, prefix: str) -> None:
     counter = CommandCounter()
     with MongoChatMemoryRepository.from_url(
-        url, collection_prefix=prefix, event_listeners=[counter]
+        url, collection_prefix=prefix, driver_options={"event_listeners": [counter]}
     ) as repository:
         memory = MessageWindowChatMemory(repository, max_messages=20)
         cid = f"rt-{uuid.uuid4()}"

@@ -52,6 +52,8 @@ def _corrupt(repository: Any, conversation_id: str, position: Position) -> Any:
 
 
 class TestMongoAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+    supports_clock = True  # FerretDB has no TTL index: chatmem's stored expiry decides
+
     @pytest.fixture
     async def repository_factory(
         self, mongodb_url: str, prefix: str
@@ -71,6 +73,8 @@ class TestMongoAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance)
 
 
 class TestMongoSync(RepositoryConformance, HistoryCheckerConformance):
+    supports_clock = True
+
     @pytest.fixture
     def repository_factory(
         self, mongodb_url: str, prefix: str

@@ -12,8 +12,8 @@ from chatmem import UserMessage
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_repository
 from chatmem_repositories.cassandra import CassandraOptions
-from chatmem_repositories.mongodb._config import MongoOptions
-from chatmem_repositories.redis._keys import KeyLayout
+from chatmem_repositories.mongodb._options import MongoOptions
+from chatmem_repositories.redis._schema import KeyLayout
 from chatmem_repositories.sql._schema import build_tables
 from tests.conftest import server_url
 

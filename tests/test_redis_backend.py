@@ -34,7 +34,7 @@ from chatmem.exceptions import (
 )
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
-from chatmem_repositories.redis._keys import KeyLayout, expiry_member
+from chatmem_repositories.redis._schema import KeyLayout, expiry_member
 from tests.conftest import server_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,7 +295,7 @@ def test_server_stopped_mid_run_raises_connection_error_quickly(
 ) -> None:
     cid = f"fault-{uuid.uuid4()}"
     with RedisChatMemoryRepository.from_url(
-        redis_url, key_prefix=PREFIX, socket_timeout=2, socket_connect_timeout=2
+        redis_url, key_prefix=PREFIX, read_timeout=2, connect_timeout=2
     ) as repo:
         stopped = threading.Event()
         stopper = threading.Timer(0.3, lambda: (_server("stop"), stopped.set()))
@@ -334,7 +334,7 @@ async def test_async_server_stopped_raises_connection_error(
 ) -> None:
     cid = f"afault-{uuid.uuid4()}"
     repo = AsyncRedisChatMemoryRepository.from_url(
-        redis_url, key_prefix=PREFIX, socket_timeout=2, socket_connect_timeout=2
+        redis_url, key_prefix=PREFIX, read_timeout=2, connect_timeout=2
     )
     try:
         await repo.append(cid, [UserMessage("before")])
@@ -356,7 +356,7 @@ def test_frozen_server_raises_timeout_not_hang(redis_url: str, repository: Any) 
     if not pid or not comm.exists() or "redis-server" not in comm.read_text():
         pytest.skip("redis was not started by scripts/servers/redis/start.sh")
     with RedisChatMemoryRepository.from_url(
-        redis_url, key_prefix=PREFIX, socket_timeout=0.5, retries=1
+        redis_url, key_prefix=PREFIX, read_timeout=0.5, retries=1
     ) as repo:
         repo.find_recent("frozen", 1)  # a pooled connection exists
         os.kill(pid, signal.SIGSTOP)
@@ -381,7 +381,7 @@ def test_from_url_options_and_secrets(redis_url: str) -> None:
         create_repository(redis_url, key_prefix="a{b}")
     with pytest.raises(ConfigurationError, match="ttl"):
         create_repository(redis_url, ttl=0)
-    secret_url = "redis://someone:s3cr3t-pw@127.0.0.1:1/0?socket_connect_timeout=1"
+    secret_url = "redis://someone:s3cr3t-pw@127.0.0.1:1/0?connect_timeout=1"
     repo = create_repository(secret_url)
     try:
         assert isinstance(repo, RedisChatMemoryRepository)
@@ -394,9 +394,7 @@ def test_from_url_options_and_secrets(redis_url: str) -> None:
 
 
 def test_url_options_reach_the_client(redis_url: str) -> None:
-    url = (
-        redis_url + "?key_prefix=" + PREFIX + "&ttl=90&db=2&socket_timeout=3&history_scan_budget=9"
-    )
+    url = redis_url + "?key_prefix=" + PREFIX + "&ttl=90&db=2&read_timeout=3&history_scan_budget=9"
     with create_repository(url) as repo:
         kwargs = repo._client.connection_pool.connection_kwargs
         assert (kwargs["db"], kwargs["socket_timeout"]) == (2, 3.0)

@@ -18,7 +18,7 @@ from chatmem.testing import (
     RepositoryConformance,
 )
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
-from chatmem_repositories.redis._keys import KeyLayout
+from chatmem_repositories.redis._schema import KeyLayout
 from tests.conftest import server_url
 
 PREFIX = f"chatmem-test-{uuid.uuid4().hex[:8]}"

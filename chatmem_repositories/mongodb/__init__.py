@@ -13,7 +13,12 @@ Example:
 """
 
 from chatmem_repositories.mongodb._async.repository import AsyncMongoChatMemoryRepository
-from chatmem_repositories.mongodb._config import MongoOptions
+from chatmem_repositories.mongodb._options import DRIVER_PARAMETERS, MongoOptions
 from chatmem_repositories.mongodb._sync.repository import MongoChatMemoryRepository
 
-__all__ = ["AsyncMongoChatMemoryRepository", "MongoChatMemoryRepository", "MongoOptions"]
+__all__ = [
+    "DRIVER_PARAMETERS",
+    "AsyncMongoChatMemoryRepository",
+    "MongoChatMemoryRepository",
+    "MongoOptions",
+]

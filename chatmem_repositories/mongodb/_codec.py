@@ -1,4 +1,4 @@
-"""Documents, filters and indexes of the MongoDB layout (no I/O), shared by both twins.
+"""Documents and filters of the MongoDB layout (no I/O), shared by both twins.
 
 Two collections:
 
@@ -59,7 +59,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING, IndexModel
 
 from chatmem._records import Position, StoredMessage
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
@@ -68,8 +67,6 @@ from chatmem.messages import Message, MessageType, decode_message, encode_messag
 from ._errors import BACKEND
 
 __all__ = [
-    "CONVERSATION_INDEXES",
-    "MESSAGE_INDEXES",
     "batch_documents",
     "check_position",
     "dead",
@@ -85,33 +82,6 @@ __all__ = [
     "unique_messages",
     "whole_batches",
 ]
-
-MESSAGE_INDEXES = [
-    # Serves windows (backwards), history pages (forwards), delete_before, and reserves
-    # nothing twice: positions are unique per conversation.
-    IndexModel(
-        [("conversation_id", ASCENDING), ("position", ASCENDING)],
-        unique=True,
-        name="conversation_position",
-    ),
-    # Idempotency: a message id is stored at most once per conversation.
-    IndexModel(
-        [("conversation_id", ASCENDING), ("message_id", ASCENDING)],
-        unique=True,
-        name="conversation_message_id",
-    ),
-    # find_latest(type) and type-filtered history without walking other types.
-    IndexModel(
-        [("conversation_id", ASCENDING), ("type", ASCENDING), ("position", ASCENDING)],
-        name="conversation_type_position",
-    ),
-]
-"""Indexes of the messages collection."""
-
-CONVERSATION_INDEXES = [
-    IndexModel([("owner", ASCENDING), ("_id", ASCENDING)], name="owner_id"),
-]
-"""Indexes of the conversations collection (the expiry index is made separately)."""
 
 _NUL_STAND_IN = "\ufffd"  # FerretDB rejects NUL inside strings; only the search copy needs it
 

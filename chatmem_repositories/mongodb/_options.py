@@ -1,52 +1,103 @@
 """Options of the MongoDB repository and how a URL is split between chatmem and pymongo.
 
-A ``mongodb://`` URL carries both kinds of option in one query string: chatmem's own
-(``database``, ``collection_prefix``, ``ttl``, ``create_indexes``) and pymongo's
-(``serverSelectionTimeoutMS``, ``tls``, ``replicaSet``...). Ours are taken out and validated
-here; the rest go to the client. A name that is neither is an error naming it.
+The URL option rule (see :func:`~chatmem_repositories._options.parse_url_options`): a query
+parameter of a ``mongodb://`` URL is one of chatmem's options (:class:`MongoOptions`) or one
+of the connection-string options in :data:`DRIVER_PARAMETERS` (``replicaSet``, ``authSource``,
+``tls``..., in any case, as MongoDB reads them), which stay in the URL for pymongo. Anything
+else is an error naming it; other ``MongoClient`` arguments go in ``driver_options={...}``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import parse_qsl, unquote_plus, urlunsplit
+from urllib.parse import unquote_plus, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, field_validator
-from pymongo import common, uri_parser
+from pymongo import uri_parser
 from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 
 from chatmem._urls import scrub
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
-    did_you_mean,
-    parse_options,
+    InitializeSchema,
+    Renamed,
+    parse_url_options,
     redact_url,
-    split_query,
+    schema_flag,
     split_url,
 )
-from chatmem_repositories.mongodb._errors import SENT_COMMANDS
+from chatmem_repositories.mongodb._errors import BACKEND, SENT_COMMANDS
 
-__all__ = ["DEFAULT_TIMEOUTS_MS", "ClientSettings", "MongoOptions", "parse_url"]
+__all__ = ["DRIVER_PARAMETERS", "RENAMED", "ClientSettings", "MongoOptions", "parse_url"]
 
 # Checked with fullmatch: "^...$" with match would accept a trailing newline.
 _COLLECTION_PREFIX = re.compile(r"[A-Za-z0-9_.-]{0,64}")
 _DATABASE = re.compile(r"[^/\\. \"$\x00-\x1f\x7f]{1,63}")
 _SRV_ONLY = ("srvmaxhosts", "srvservicename")
 
-DEFAULT_TIMEOUTS_MS: dict[str, int] = {
-    "serverSelectionTimeoutMS": 5_000,
-    "connectTimeoutMS": 5_000,
-    "socketTimeoutMS": 10_000,
-}
-"""Bounded defaults, so a server that is down gives an error in seconds, never a hang."""
+DRIVER_PARAMETERS: tuple[str, ...] = (
+    "appName",
+    "authMechanism",
+    "authMechanismProperties",
+    "authSource",
+    "compressors",
+    "connectTimeoutMS",
+    "directConnection",
+    "heartbeatFrequencyMS",
+    "journal",
+    "loadBalanced",
+    "localThresholdMS",
+    "maxConnecting",
+    "maxIdleTimeMS",
+    "maxPoolSize",
+    "maxStalenessSeconds",
+    "minPoolSize",
+    "readConcernLevel",
+    "readPreference",
+    "readPreferenceTags",
+    "replicaSet",
+    "retryReads",
+    "retryWrites",
+    "serverMonitoringMode",
+    "serverSelectionTimeoutMS",
+    "socketTimeoutMS",
+    "srvMaxHosts",
+    "srvServiceName",
+    "ssl",
+    "timeoutMS",
+    "tls",
+    "tlsAllowInvalidCertificates",
+    "tlsAllowInvalidHostnames",
+    "tlsCAFile",
+    "tlsCertificateKeyFile",
+    "tlsCertificateKeyFilePassword",
+    "tlsCRLFile",
+    "tlsDisableOCSPEndpointCheck",
+    "tlsInsecure",
+    "uuidRepresentation",
+    "w",
+    "waitQueueTimeoutMS",
+    "wTimeoutMS",
+    "zlibCompressionLevel",
+)
+"""The MongoDB connection-string options a URL may carry (matched in any case); pymongo reads
+them. The three timeouts among them override ``connect_timeout``/``read_timeout`` unless those
+are given too."""
+
+RENAMED: dict[str, Renamed] = {"create_indexes": Renamed("initialize_schema", schema_flag)}
+"""Former option names, accepted with a ``DeprecationWarning``."""
+
+_CONNECT = ("connectTimeoutMS", "serverSelectionTimeoutMS")
+_READ = ("socketTimeoutMS",)
 
 
 class MongoOptions(BaseModel):
-    """chatmem's own options for the MongoDB repository."""
+    """chatmem's options for the MongoDB repository."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -57,8 +108,16 @@ class MongoOptions(BaseModel):
     to 64 ASCII letters, digits, ``_``, ``.`` or ``-``, not starting with ``system.``."""
     ttl: Duration | None = None
     """Expire a conversation this long after its last write."""
-    create_indexes: bool = True
-    """Create the indexes on first use (they are required; turn off only if made elsewhere)."""
+    initialize_schema: InitializeSchema = "always"
+    """``"always"``: create the indexes on first use (they are required); ``"never"``: they
+    are made elsewhere (formerly ``create_indexes``)."""
+    connect_timeout: Duration = timedelta(seconds=5)
+    """How long to wait to select a server and to connect (``serverSelectionTimeoutMS`` and
+    ``connectTimeoutMS``), so a server that is down gives an error in seconds."""
+    read_timeout: Duration = timedelta(seconds=10)
+    """How long to wait for a reply (``socketTimeoutMS``)."""
+    clock: Callable[[], datetime] | None = None
+    """Returns the current time (aware UTC) for the stored expiry; keyword only."""
 
     @field_validator("database")
     @classmethod
@@ -109,32 +168,6 @@ class ClientSettings:
     """The URL with its password hidden, for reprs and errors."""
 
 
-def _is_pymongo_option(name: str) -> bool:
-    return name.lower() in common.VALIDATORS or name.lower() in common.URI_OPTIONS_ALIAS_MAP
-
-
-def _unknown(name: str) -> ConfigurationError:
-    known = set(MongoOptions.model_fields) | set(common.VALIDATORS)
-    return ConfigurationError(
-        f"unknown option {name!r} for the mongodb repository{did_you_mean(name.lower(), known)}"
-        f"; chatmem options: {', '.join(sorted(MongoOptions.model_fields))}, "
-        "or any pymongo client option"
-    )
-
-
-def _split(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    ours: dict[str, Any] = {}
-    theirs: dict[str, Any] = {}
-    for name, value in options.items():
-        if name in MongoOptions.model_fields:
-            ours[name] = value
-        elif _is_pymongo_option(name):
-            theirs[name] = value
-        else:
-            raise _unknown(name)
-    return ours, theirs
-
-
 def _hosts(base: str) -> list[str]:
     netloc = split_url(base).netloc
     return netloc.rpartition("@")[2].split(",")
@@ -174,6 +207,27 @@ def _check_url(url: str, checked: str) -> None:
         ) from None
 
 
+def _timeouts(options: MongoOptions, given: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(defaults for timeouts the driver parameters leave unset, timeouts given explicitly).
+
+    A chatmem timeout given explicitly wins over the same timeout given as a driver
+    parameter (``connectTimeoutMS``...); its default yields to it, so both spellings work.
+    """
+    defaults: dict[str, Any] = {}
+    explicit: dict[str, Any] = {}
+    for names, field, value in (
+        (_CONNECT, "connect_timeout", options.connect_timeout),
+        (_READ, "read_timeout", options.read_timeout),
+    ):
+        for name in names:
+            milliseconds = round(value.total_seconds() * 1000)
+            if field in options.model_fields_set:
+                explicit[name] = milliseconds
+            elif name.lower() not in given:
+                defaults[name] = milliseconds
+    return defaults, explicit
+
+
 def parse_url(url: str, keyword_options: Mapping[str, Any]) -> ClientSettings:
     """Split a ``mongodb://`` or ``mongodb+srv://`` URL and keyword options.
 
@@ -185,29 +239,39 @@ def parse_url(url: str, keyword_options: Mapping[str, Any]) -> ClientSettings:
         keyword_options: Keyword options; they win over the URL's.
 
     Raises:
-        ConfigurationError: For an unknown option (naming it), a bad value or a bad URL
-            (a malformed port or IPv6 address, several hosts or a port in an SRV URL).
+        ConfigurationError: For an unknown option (naming it, with a suggestion), a bad value
+            or a bad URL (a malformed port or IPv6 address, several hosts or a port in an SRV
+            URL).
     """
-    base, url_ours = split_query(url, only=MongoOptions.model_fields)
-    parts = split_url(base)
+    # MongoDB also separates options with ";"; pymongo reads "&" the same way.
+    scheme_rest = split_url(url)
+    normalized = url
+    if ";" in scheme_rest.query:
+        normalized = url.replace(scheme_rest.query, scheme_rest.query.replace(";", "&"), 1)
+    parsed = parse_url_options(
+        MongoOptions,
+        normalized,
+        keyword_options,
+        backend=BACKEND,
+        driver_parameters=DRIVER_PARAMETERS,
+        renamed=RENAMED,
+        driver_case_sensitive=False,
+    )
+    options = parsed.options
+    parts = split_url(parsed.url)
     url_theirs = parts.query
     base = urlunsplit(parts._replace(query=""))
-    for name, _ in parse_qsl(url_theirs.replace(";", "&"), keep_blank_values=True):
-        if not _is_pymongo_option(name):
-            raise _unknown(name)
-    kw_ours, kw_theirs = _split(keyword_options)
-    options = parse_options(MongoOptions, url_ours, kw_ours, backend="mongodb")
-    client_url = base + ("?" + url_theirs if url_theirs else "")
-    given = {name.lower() for name, _ in parse_qsl(url_theirs.replace(";", "&"))}
-    given |= {name.lower() for name in kw_theirs}
-    client_options: dict[str, Any] = {
-        k: v for k, v in DEFAULT_TIMEOUTS_MS.items() if k.lower() not in given
-    }
-    client_options.update(kw_theirs)
+    given = {name.lower() for name in parsed.url_driver_parameters}
+    given |= {name.lower() for name in parsed.driver_options}
+    defaults, explicit = _timeouts(options, given)
+    # Keyword driver arguments win over the URL's, as in pymongo.
+    overridden = {name.lower() for name in explicit}
+    theirs = {k: v for k, v in parsed.driver_options.items() if k.lower() not in overridden}
+    client_options: dict[str, Any] = {**defaults, **theirs, **explicit}
     # The repository's listener tells a write that failed before sending anything from one
     # that may have been applied; listeners given as an option are kept.
     listeners = list(client_options.get("event_listeners") or ())
     client_options["event_listeners"] = [SENT_COMMANDS, *listeners]
     _check_url(url, _validation_url(base, url_theirs))
     database = check_database(options.database or unquote_plus(parts.path.lstrip("/")) or "chatmem")
-    return ClientSettings(client_url, client_options, options, database, redact_url(url))
+    return ClientSettings(parsed.url, client_options, options, database, redact_url(url))

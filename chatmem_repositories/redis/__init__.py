@@ -9,7 +9,12 @@ Example:
 """
 
 from chatmem_repositories.redis._async.repository import AsyncRedisChatMemoryRepository
-from chatmem_repositories.redis._options import RedisOptions
+from chatmem_repositories.redis._options import DRIVER_PARAMETERS, RedisOptions
 from chatmem_repositories.redis._sync.repository import RedisChatMemoryRepository
 
-__all__ = ["AsyncRedisChatMemoryRepository", "RedisChatMemoryRepository", "RedisOptions"]
+__all__ = [
+    "DRIVER_PARAMETERS",
+    "AsyncRedisChatMemoryRepository",
+    "RedisChatMemoryRepository",
+    "RedisOptions",
+]

@@ -1,24 +1,64 @@
-"""Options of the Redis repository and how they become redis-py client arguments (no I/O)."""
+"""Options of the Redis repository and how a URL becomes a redis-py client (no I/O).
+
+The URL option rule (see :func:`~chatmem_repositories._options.parse_url_options`): a query
+parameter is one of :class:`RedisOptions` or one of :data:`DRIVER_PARAMETERS`, which stay in
+the URL for redis-py to read; any other redis-py argument goes in ``driver_options={...}``.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, field_validator
 
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import Duration, redact_url, split_url
-from chatmem_repositories.redis._keys import check_key_prefix
+from chatmem_repositories._options import (
+    Duration,
+    ParsedUrl,
+    Renamed,
+    parse_url_options,
+    redact_url,
+    split_url,
+)
+from chatmem_repositories.redis._errors import BACKEND
+from chatmem_repositories.redis._schema import check_key_prefix
 
-__all__ = ["RedisOptions", "check_server_url", "with_db"]
+__all__ = [
+    "DRIVER_PARAMETERS",
+    "RENAMED",
+    "RedisOptions",
+    "check_server_url",
+    "parse_url",
+    "with_db",
+]
+
+DRIVER_PARAMETERS: tuple[str, ...] = (
+    "client_name",
+    "health_check_interval",
+    "max_connections",
+    "socket_keepalive",
+    "ssl_ca_certs",
+    "ssl_cert_reqs",
+    "ssl_certfile",
+    "ssl_check_hostname",
+    "ssl_keyfile",
+    "ssl_min_version",
+)
+"""redis-py connection parameters a Redis URL may carry; redis-py reads them itself.
+
+Left out on purpose: ``socket_timeout`` and ``socket_connect_timeout`` (chatmem's
+``read_timeout`` and ``connect_timeout``), ``retry_on_timeout`` and ``retry_on_error``
+(chatmem retries, knowing whether a write may have been applied) and ``protocol`` (the
+scripts' replies are read as RESP2).
+"""
+
+RENAMED: dict[str, Renamed] = {
+    "socket_timeout": Renamed("read_timeout"),
+    "socket_connect_timeout": Renamed("connect_timeout"),
+}
+"""Former option names, accepted with a ``DeprecationWarning``."""
 
 
 def check_server_url(url: str) -> str:
@@ -52,7 +92,7 @@ def with_db(url: str, db: int | None) -> str:
 
 
 class RedisOptions(BaseModel):
-    """Options accepted in a ``redis://`` / ``rediss://`` URL query or as keywords."""
+    """chatmem's options for the Redis repository, in the URL query or as keywords."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -64,22 +104,14 @@ class RedisOptions(BaseModel):
     append. ``None`` keeps conversations forever."""
     db: NonNegativeInt | None = None
     """Database number; overrides the one in the URL path."""
-    socket_timeout: PositiveFloat = 5.0
-    """Seconds to wait for a reply before raising ``RepositoryTimeoutError``."""
-    socket_connect_timeout: PositiveFloat = 5.0
-    """Seconds to wait for a connection before raising ``RepositoryConnectionError``."""
+    connect_timeout: Duration = timedelta(seconds=5)
+    """How long to wait for a connection before raising ``RepositoryConnectionError``
+    (formerly ``socket_connect_timeout``)."""
+    read_timeout: Duration = timedelta(seconds=5)
+    """How long to wait for a reply before raising ``RepositoryTimeoutError`` (formerly
+    ``socket_timeout``)."""
     retries: NonNegativeInt = 1
     """Retries after a connection error or timeout (safe: every write is idempotent)."""
-    max_connections: PositiveInt | None = None
-    """Size limit of the connection pool (unbounded by default, as in redis-py)."""
-    health_check_interval: NonNegativeInt = 0
-    """Seconds after which an idle connection is pinged before use (0: never)."""
-    client_name: str | None = None
-    """Name shown by ``CLIENT LIST``."""
-    ssl_cert_reqs: Literal["none", "optional", "required"] | None = None
-    """Certificate check for ``rediss://``."""
-    ssl_ca_certs: str | None = None
-    """CA bundle file for ``rediss://``."""
     history_scan_budget: PositiveInt = 5000
     """Most messages one ``find_history`` round trip examines when filtering by text or by
     several criteria; longer scans continue in further round trips."""
@@ -90,18 +122,32 @@ class RedisOptions(BaseModel):
         return check_key_prefix(value)
 
     def client_kwargs(self) -> dict[str, Any]:
-        """Arguments for ``Redis.from_url`` (retry policy excluded)."""
-        kwargs: dict[str, Any] = {
-            "socket_timeout": self.socket_timeout,
-            "socket_connect_timeout": self.socket_connect_timeout,
-            "health_check_interval": self.health_check_interval,
+        """Arguments for ``Redis.from_url`` that come from chatmem's options."""
+        return {
+            "socket_timeout": self.read_timeout.total_seconds(),
+            "socket_connect_timeout": self.connect_timeout.total_seconds(),
             "decode_responses": False,
         }
-        optional = {
-            "max_connections": self.max_connections,
-            "client_name": self.client_name,
-            "ssl_cert_reqs": self.ssl_cert_reqs,
-            "ssl_ca_certs": self.ssl_ca_certs,
-        }
-        kwargs.update({k: v for k, v in optional.items() if v is not None})
-        return kwargs
+
+
+def parse_url(url: str, keyword_options: dict[str, Any]) -> ParsedUrl[RedisOptions]:
+    """Apply the URL option rule to a ``redis://`` or ``rediss://`` URL and keyword options.
+
+    Returns:
+        The URL for redis-py (declared driver parameters kept, ``db`` applied to the path),
+        chatmem's options, and the driver's keyword arguments.
+
+    Raises:
+        ConfigurationError: For an unknown option (with did-you-mean), a bad value, a
+            malformed port or IPv6 address, or several hosts.
+    """
+    parsed = parse_url_options(
+        RedisOptions,
+        url,
+        keyword_options,
+        backend=BACKEND,
+        driver_parameters=DRIVER_PARAMETERS,
+        renamed=RENAMED,
+    )
+    base = with_db(check_server_url(parsed.url), parsed.options.db)
+    return ParsedUrl(base, parsed.options, parsed.driver_options, parsed.url_driver_parameters)

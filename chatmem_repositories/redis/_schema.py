@@ -1,4 +1,4 @@
-"""Key layout (no I/O).
+"""Key layout, the Redis repository's schema: nothing is created ahead, keys appear on write.
 
 Every key of one conversation starts with the hash tag ``{<prefix>:<escaped id>}``, so a
 conversation lives in one Redis Cluster slot and a Lua script may touch all of it. The

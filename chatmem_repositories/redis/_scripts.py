@@ -1,6 +1,6 @@
 """The Lua scripts: each repository call is one of these, run atomically in one round trip.
 
-Conversation keys (KEYS[1..11]) follow :data:`~._keys.CONVERSATION_KEY_NAMES`:
+Conversation keys (KEYS[1..11]) follow :data:`~._schema.CONVERSATION_KEY_NAMES`:
 meta, msgs, ids, log, chat, time, facets, type:system, type:user, type:assistant, type:tool.
 Scripts that also maintain the indexes take KEYS[12] = conversations, KEYS[13] = expiry,
 KEYS[14] = the owner's index. Scripts run on plain Redis 7 (no modules).

@@ -1,7 +1,7 @@
 """Batches of messages written whole and read whole, without transactions.
 
 A batch (the messages of one append) is written by one ordered ``insert_many`` at consecutive
-positions, which the server applies as one transaction (see ``.._documents``), and nothing
+positions, which the server applies as one transaction (see ``.._codec``), and nothing
 writes a batch in parts. Reads keep only whole batches, so what a delete racing a write leaves
 of a batch (MongoDB's multi-document deletes yield between documents) never shows.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
@@ -24,7 +24,7 @@ from chatmem.conversation_ids import owner_of
 from chatmem.exceptions import RepositoryError
 from chatmem.messages import Message
 
-from .._documents import (
+from .._codec import (
     batch_documents,
     is_dead,
     partial_batches,
@@ -184,7 +184,7 @@ class AsyncBatches:
             {"conversation_id": conversation_id, "message_id": {"$in": [m.id for m in batch]}},
             projection={"message_id": 1, "gen": 1, "expires_at": 1, "batch": 1},
         ).to_list(None)
-        now = datetime.now(UTC)
+        now = self._expiry.now()
         # Expired copies of another life are never moved into this one (see clear_previous_life).
         kept = [
             d
@@ -223,7 +223,7 @@ class AsyncBatches:
         """Insert the batch whole at consecutive positions from ``first``.
 
         One ordered ``insert_many``, which the server applies as one transaction (see
-        ``.._documents``), so reads and deletes find all of the batch or none of it. When it
+        ``.._codec``), so reads and deletes find all of the batch or none of it. When it
         stops at a duplicate key, the documents it stored before are deleted again and the
         batch is looked at as a whole (``_settle``): ids a whole batch of this life stores
         are skipped (a retry), and the rest is inserted again, whole. A taken position,
@@ -280,7 +280,7 @@ class AsyncBatches:
         entry[1] += 1
         try:
             async with entry[0]:
-                now = datetime.now(UTC)
+                now = self._expiry.now()
                 expires_at = self._expiry.expiry(now)
                 first, gen, before = await self._reserve(
                     conversation_id, len(batch), now, expires_at

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections import abc
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
 
 from pymongo import ASCENDING, IndexModel
 
@@ -16,11 +17,9 @@ from chatmem._repository_support import check_limit, normalize_ttl
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
+from chatmem_repositories._options import InitializeSchema, schema_flag
 
-from .._config import parse_url
-from .._documents import (
-    CONVERSATION_INDEXES,
-    MESSAGE_INDEXES,
+from .._codec import (
     check_position,
     history_filter,
     stored_from_document,
@@ -28,6 +27,8 @@ from .._documents import (
 )
 from .._drivers import AsyncCollection, AsyncMongoClient, Document
 from .._errors import mapped_errors, tracks_sent_commands
+from .._options import parse_url
+from .._schema import CONVERSATION_INDEXES, MESSAGE_INDEXES, missing
 from .batches import AsyncBatches
 from .expiry import AsyncExpiry
 
@@ -40,9 +41,8 @@ async def _ensure_indexes(collection: AsyncCollection, indexes: list[IndexModel]
     # Only the missing ones, one at a time: FerretDB 1.24 drops the connection when one
     # createIndexes command names several indexes that all exist already.
     existing = {index["name"] async for index in await collection.list_indexes()}
-    for index in indexes:
-        if index.document["name"] not in existing:
-            await collection.create_indexes([index])
+    for index in missing(existing, indexes):
+        await collection.create_indexes([index])
 
 
 class AsyncMongoChatMemoryRepository:
@@ -69,8 +69,15 @@ class AsyncMongoChatMemoryRepository:
         database: Database name.
         collection_prefix: Prefix of the messages and conversations collections.
         ttl: Expire a conversation this long after its last write. ``None`` keeps it forever.
-        create_indexes: Create the indexes on first use.
+        initialize_schema: ``"always"`` creates the indexes on first use; ``"never"`` leaves
+            them to you (they are required).
+        clock: Returns the current time, an aware UTC datetime; the stored expiry is
+            computed and compared with it (the default is the system clock).
+        create_indexes: Deprecated: use ``initialize_schema``.
     """
+
+    db_system: ClassVar[str] = "mongodb"
+    """The OpenTelemetry ``db.system.name`` of this store."""
 
     def __init__(
         self,
@@ -79,8 +86,19 @@ class AsyncMongoChatMemoryRepository:
         database: str = "chatmem",
         collection_prefix: str = "chatmem_",
         ttl: timedelta | float | None = None,
-        create_indexes: bool = True,
+        initialize_schema: InitializeSchema = "always",
+        clock: Callable[[], datetime] | None = None,
+        create_indexes: bool | None = None,
     ) -> None:
+        if create_indexes is not None:
+            warnings.warn(
+                "create_indexes is deprecated; use initialize_schema", DeprecationWarning, 2
+            )
+            initialize_schema = "always" if schema_flag(create_indexes) == "always" else "never"
+        if initialize_schema not in ("always", "never"):
+            raise ConfigurationError(
+                f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
+            )
         self._client = client
         self._owns_client = False
         self._url = "<client>"
@@ -89,10 +107,9 @@ class AsyncMongoChatMemoryRepository:
         self._messages: AsyncCollection = db[collection_prefix + "messages"]
         self._conversations: AsyncCollection = db[collection_prefix + "conversations"]
         self._ttl = normalize_ttl(ttl)
-        self._expiry = AsyncExpiry(self._messages, self._conversations, self._ttl)
+        self._expiry = AsyncExpiry(self._messages, self._conversations, self._ttl, clock)
         self._batches = AsyncBatches(self._messages, self._conversations, self._expiry)
-        self._create_indexes = create_indexes
-        self._ready_done = not create_indexes
+        self._ready_done = initialize_schema == "never"
         self._ready_lock = AsyncLock()
         # With the listener, a failed write knows whether it sent anything (see _errors).
         self._tracked = tracks_sent_commands(client)
@@ -101,18 +118,24 @@ class AsyncMongoChatMemoryRepository:
     def from_url(cls, url: str, **options: Any) -> AsyncMongoChatMemoryRepository:
         """Create a repository that owns its client, from a ``mongodb://`` URL.
 
-        chatmem's options (``database``, ``collection_prefix``, ``ttl``, ``create_indexes``)
-        and pymongo's (``serverSelectionTimeoutMS``, ``tls``...) may be given in the query
-        string or as keywords. Timeouts default to bounded values (5 s to select a server or
-        connect, 10 s per socket operation).
+        A query parameter is one of chatmem's options
+        (:class:`~chatmem_repositories.mongodb.MongoOptions`: ``database``,
+        ``collection_prefix``, ``ttl``, ``initialize_schema``, ``connect_timeout``,
+        ``read_timeout``) or a connection-string option in
+        :data:`~chatmem_repositories.mongodb.DRIVER_PARAMETERS` (``replicaSet``, ``tls``...),
+        which pymongo reads; anything else is an error naming it. Other ``MongoClient``
+        arguments go in ``driver_options``. Timeouts are bounded (5 s to select a server or
+        connect, 10 s per reply).
 
         Args:
             url: ``mongodb://[user:password@]host[:port][/database][?options]`` or
                 ``mongodb+srv://...``.
-            **options: Options; they win over the URL's.
+            **options: chatmem's options (``clock`` too), declared driver parameters and
+                ``driver_options={...}``; they win over the URL's.
 
         Raises:
-            ConfigurationError: For an unknown option (naming it) or a bad value.
+            ConfigurationError: For an unknown option (naming it, with a suggestion) or a
+                bad value.
         """
         settings = parse_url(url, options)
         with mapped_errors():
@@ -124,7 +147,8 @@ class AsyncMongoChatMemoryRepository:
             database=settings.database,
             collection_prefix=settings.options.collection_prefix,
             ttl=settings.options.ttl,
-            create_indexes=settings.options.create_indexes,
+            initialize_schema=settings.options.initialize_schema,
+            clock=settings.options.clock,
         )
         repository._owns_client = True
         repository._url = settings.redacted_url
@@ -135,6 +159,20 @@ class AsyncMongoChatMemoryRepository:
             f"{type(self).__name__}(url={self._url!r}, database={self._database!r}, "
             f"messages={self._messages.name!r})"
         )
+
+    async def server_version(self) -> str:
+        """Return the server's product and version, such as ``"MongoDB 7.0.14"``.
+
+        A MongoDB wire-protocol server that says what it is (FerretDB) is named with the
+        MongoDB version it reports, as ``"FerretDB 1.24.0 (MongoDB 7.0.42)"``.
+        """
+        with mapped_errors():
+            info = await self._client.admin.command("buildInfo")
+        version = str(info.get("version", "unknown"))
+        if info.get("ferretdbVersion") or info.get("ferretdb"):
+            ferret = info.get("ferretdbVersion") or info["ferretdb"].get("version", "")
+            return f"FerretDB {str(ferret).removeprefix('v')} (MongoDB {version})"
+        return f"MongoDB {version}"
 
     @property
     def native_ttl(self) -> bool:
@@ -163,7 +201,7 @@ class AsyncMongoChatMemoryRepository:
         await self._ready()
         query: Document = {}
         if self._ttl is not None:
-            query = {"$or": [{"expires_at": None}, {"expires_at": {"$gt": datetime.now(UTC)}}]}
+            query = {"$or": [{"expires_at": None}, {"expires_at": {"$gt": self._expiry.now()}}]}
         with mapped_errors():
             documents = await self._conversations.find(query, projection={"_id": 1}).to_list(None)
         return [str(d["_id"]) for d in documents]
@@ -288,7 +326,7 @@ class AsyncMongoChatMemoryRepository:
         if cursor is not None:
             query["_id"] = {"$gt": cursor}
         if self._ttl is not None:
-            query["$or"] = [{"expires_at": None}, {"expires_at": {"$gt": datetime.now(UTC)}}]
+            query["$or"] = [{"expires_at": None}, {"expires_at": {"$gt": self._expiry.now()}}]
         with mapped_errors():
             documents = await self._conversations.find(
                 query, projection={"_id": 1}, sort=[("_id", ASCENDING)], limit=limit + 1

@@ -3,7 +3,7 @@
 """Expiry and the lives of a conversation, without transactions and without TTL indexes.
 
 With a TTL, the conversation document stores the expiry and every message the expiry its
-append set (see ``.._documents``). A conversation's ``gen`` names its life: messages of
+append set (see ``.._codec``). A conversation's ``gen`` names its life: messages of
 another ``gen`` are leftovers, of a life a TTL index or a delete ended while an append was in
 flight. This module keeps documents, messages and lives consistent while appends, purges and
 the server's TTL monitor race, on MongoDB and on FerretDB 1.24, which has no TTL indexes and
@@ -12,6 +12,7 @@ runs a conditional delete as a read followed by a delete by ``_id``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,7 +21,7 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from chatmem.conversation_ids import owner_of
 
-from .._documents import dead, is_expired, live
+from .._codec import dead, is_expired, live
 from .._drivers import Collection, Document
 from .._errors import NOT_IMPLEMENTED
 
@@ -28,6 +29,10 @@ __all__ = ["Expiry"]
 
 _RESTORE_ATTEMPTS = 100
 _PURGE_BATCH = 200
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 class Expiry:
@@ -44,15 +49,22 @@ class Expiry:
         messages: The messages collection.
         conversations: The conversations collection.
         ttl: How long a conversation lives after its last write; ``None`` keeps it forever.
+        clock: Returns the current time, an aware UTC datetime; every "now" is read from it.
     """
 
     def __init__(
-        self, messages: Collection, conversations: Collection, ttl: timedelta | None
+        self,
+        messages: Collection,
+        conversations: Collection,
+        ttl: timedelta | None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._messages = messages
         self._conversations = conversations
         self.ttl = ttl
         """The time to live, or ``None``."""
+        self.now: Callable[[], datetime] = clock or _utc_now
+        """The clock: the current time, an aware UTC datetime."""
         self.native_ttl = False
         """Whether the server removes expired conversation documents itself (TTL index)."""
 
@@ -95,7 +107,7 @@ class Expiry:
         document = self._conversations.find_one(
             {"_id": conversation_id}, projection={"expires_at": 1, "gen": 1}
         )
-        now = datetime.now(UTC)
+        now = self.now()
         if document is None and not self.native_ttl:
             # A purge may have deleted the document under live messages an instant ago (see
             # restore); until it or the append puts it back, the messages speak for it.
@@ -123,7 +135,7 @@ class Expiry:
         Returns whether live messages of another life joined this one, which happens when a
         purge deleted the conversation document under them (see ``restore``).
         """
-        now = datetime.now(UTC)
+        now = self.now()
         if before is None:
             others: Document = {"conversation_id": conversation_id, "gen": {"$ne": gen}}
             if self.ttl is None or wipe:
@@ -165,7 +177,7 @@ class Expiry:
         creation to delete.
         """
         for _ in range(_RESTORE_ATTEMPTS):
-            now = datetime.now(UTC)
+            now = self.now()
             newest = self.newest_live(conversation_id, now)
             if newest is None:
                 return
@@ -206,7 +218,7 @@ class Expiry:
             return 0
         purged = 0
         while True:
-            now = datetime.now(UTC)
+            now = self.now()
             expired = self._conversations.find(
                 {"expires_at": {"$lte": now}},
                 projection={"_id": 1, "last_position": 1},
@@ -242,7 +254,7 @@ class Expiry:
         # The purge's half of the check described in confirm: after deleting, look for
         # messages written since the listing and give them their document back.
         found = self._messages.find(
-            {"conversation_id": {"$in": ids}, **live(datetime.now(UTC))},
+            {"conversation_id": {"$in": ids}, **live(self.now())},
             projection={"_id": 0, "conversation_id": 1},
         ).to_list(None)
         for conversation_id in sorted({d["conversation_id"] for d in found}):
@@ -260,5 +272,5 @@ class Expiry:
             if gone:
                 # Live messages are an append re-creating the conversation right now.
                 self._messages.delete_many(
-                    {"conversation_id": {"$in": sorted(gone)}, **dead(datetime.now(UTC))}
+                    {"conversation_id": {"$in": sorted(gone)}, **dead(self.now())}
                 )

@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections import abc
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
 
 from pymongo import ASCENDING, IndexModel
 
@@ -18,11 +19,9 @@ from chatmem._repository_support import check_limit, normalize_ttl
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
+from chatmem_repositories._options import InitializeSchema, schema_flag
 
-from .._config import parse_url
-from .._documents import (
-    CONVERSATION_INDEXES,
-    MESSAGE_INDEXES,
+from .._codec import (
     check_position,
     history_filter,
     stored_from_document,
@@ -30,6 +29,8 @@ from .._documents import (
 )
 from .._drivers import Collection, Document, MongoClient
 from .._errors import mapped_errors, tracks_sent_commands
+from .._options import parse_url
+from .._schema import CONVERSATION_INDEXES, MESSAGE_INDEXES, missing
 from .batches import Batches
 from .expiry import Expiry
 
@@ -42,9 +43,8 @@ def _ensure_indexes(collection: Collection, indexes: list[IndexModel]) -> None:
     # Only the missing ones, one at a time: FerretDB 1.24 drops the connection when one
     # createIndexes command names several indexes that all exist already.
     existing = {index["name"] for index in collection.list_indexes()}
-    for index in indexes:
-        if index.document["name"] not in existing:
-            collection.create_indexes([index])
+    for index in missing(existing, indexes):
+        collection.create_indexes([index])
 
 
 class MongoChatMemoryRepository:
@@ -71,8 +71,15 @@ class MongoChatMemoryRepository:
         database: Database name.
         collection_prefix: Prefix of the messages and conversations collections.
         ttl: Expire a conversation this long after its last write. ``None`` keeps it forever.
-        create_indexes: Create the indexes on first use.
+        initialize_schema: ``"always"`` creates the indexes on first use; ``"never"`` leaves
+            them to you (they are required).
+        clock: Returns the current time, an aware UTC datetime; the stored expiry is
+            computed and compared with it (the default is the system clock).
+        create_indexes: Deprecated: use ``initialize_schema``.
     """
+
+    db_system: ClassVar[str] = "mongodb"
+    """The OpenTelemetry ``db.system.name`` of this store."""
 
     def __init__(
         self,
@@ -81,8 +88,19 @@ class MongoChatMemoryRepository:
         database: str = "chatmem",
         collection_prefix: str = "chatmem_",
         ttl: timedelta | float | None = None,
-        create_indexes: bool = True,
+        initialize_schema: InitializeSchema = "always",
+        clock: Callable[[], datetime] | None = None,
+        create_indexes: bool | None = None,
     ) -> None:
+        if create_indexes is not None:
+            warnings.warn(
+                "create_indexes is deprecated; use initialize_schema", DeprecationWarning, 2
+            )
+            initialize_schema = "always" if schema_flag(create_indexes) == "always" else "never"
+        if initialize_schema not in ("always", "never"):
+            raise ConfigurationError(
+                f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
+            )
         self._client = client
         self._owns_client = False
         self._url = "<client>"
@@ -91,10 +109,9 @@ class MongoChatMemoryRepository:
         self._messages: Collection = db[collection_prefix + "messages"]
         self._conversations: Collection = db[collection_prefix + "conversations"]
         self._ttl = normalize_ttl(ttl)
-        self._expiry = Expiry(self._messages, self._conversations, self._ttl)
+        self._expiry = Expiry(self._messages, self._conversations, self._ttl, clock)
         self._batches = Batches(self._messages, self._conversations, self._expiry)
-        self._create_indexes = create_indexes
-        self._ready_done = not create_indexes
+        self._ready_done = initialize_schema == "never"
         self._ready_lock = Lock()
         # With the listener, a failed write knows whether it sent anything (see _errors).
         self._tracked = tracks_sent_commands(client)
@@ -103,18 +120,24 @@ class MongoChatMemoryRepository:
     def from_url(cls, url: str, **options: Any) -> MongoChatMemoryRepository:
         """Create a repository that owns its client, from a ``mongodb://`` URL.
 
-        chatmem's options (``database``, ``collection_prefix``, ``ttl``, ``create_indexes``)
-        and pymongo's (``serverSelectionTimeoutMS``, ``tls``...) may be given in the query
-        string or as keywords. Timeouts default to bounded values (5 s to select a server or
-        connect, 10 s per socket operation).
+        A query parameter is one of chatmem's options
+        (:class:`~chatmem_repositories.mongodb.MongoOptions`: ``database``,
+        ``collection_prefix``, ``ttl``, ``initialize_schema``, ``connect_timeout``,
+        ``read_timeout``) or a connection-string option in
+        :data:`~chatmem_repositories.mongodb.DRIVER_PARAMETERS` (``replicaSet``, ``tls``...),
+        which pymongo reads; anything else is an error naming it. Other ``MongoClient``
+        arguments go in ``driver_options``. Timeouts are bounded (5 s to select a server or
+        connect, 10 s per reply).
 
         Args:
             url: ``mongodb://[user:password@]host[:port][/database][?options]`` or
                 ``mongodb+srv://...``.
-            **options: Options; they win over the URL's.
+            **options: chatmem's options (``clock`` too), declared driver parameters and
+                ``driver_options={...}``; they win over the URL's.
 
         Raises:
-            ConfigurationError: For an unknown option (naming it) or a bad value.
+            ConfigurationError: For an unknown option (naming it, with a suggestion) or a
+                bad value.
         """
         settings = parse_url(url, options)
         with mapped_errors():
@@ -124,7 +147,8 @@ class MongoChatMemoryRepository:
             database=settings.database,
             collection_prefix=settings.options.collection_prefix,
             ttl=settings.options.ttl,
-            create_indexes=settings.options.create_indexes,
+            initialize_schema=settings.options.initialize_schema,
+            clock=settings.options.clock,
         )
         repository._owns_client = True
         repository._url = settings.redacted_url
@@ -135,6 +159,20 @@ class MongoChatMemoryRepository:
             f"{type(self).__name__}(url={self._url!r}, database={self._database!r}, "
             f"messages={self._messages.name!r})"
         )
+
+    def server_version(self) -> str:
+        """Return the server's product and version, such as ``"MongoDB 7.0.14"``.
+
+        A MongoDB wire-protocol server that says what it is (FerretDB) is named with the
+        MongoDB version it reports, as ``"FerretDB 1.24.0 (MongoDB 7.0.42)"``.
+        """
+        with mapped_errors():
+            info = self._client.admin.command("buildInfo")
+        version = str(info.get("version", "unknown"))
+        if info.get("ferretdbVersion") or info.get("ferretdb"):
+            ferret = info.get("ferretdbVersion") or info["ferretdb"].get("version", "")
+            return f"FerretDB {str(ferret).removeprefix('v')} (MongoDB {version})"
+        return f"MongoDB {version}"
 
     @property
     def native_ttl(self) -> bool:
@@ -163,7 +201,7 @@ class MongoChatMemoryRepository:
         self._ready()
         query: Document = {}
         if self._ttl is not None:
-            query = {"$or": [{"expires_at": None}, {"expires_at": {"$gt": datetime.now(UTC)}}]}
+            query = {"$or": [{"expires_at": None}, {"expires_at": {"$gt": self._expiry.now()}}]}
         with mapped_errors():
             documents = self._conversations.find(query, projection={"_id": 1}).to_list(None)
         return [str(d["_id"]) for d in documents]
@@ -284,7 +322,7 @@ class MongoChatMemoryRepository:
         if cursor is not None:
             query["_id"] = {"$gt": cursor}
         if self._ttl is not None:
-            query["$or"] = [{"expires_at": None}, {"expires_at": {"$gt": datetime.now(UTC)}}]
+            query["$or"] = [{"expires_at": None}, {"expires_at": {"$gt": self._expiry.now()}}]
         with mapped_errors():
             documents = self._conversations.find(
                 query, projection={"_id": 1}, sort=[("_id", ASCENDING)], limit=limit + 1

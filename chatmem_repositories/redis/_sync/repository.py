@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import RedisError
@@ -14,27 +14,28 @@ from redis.exceptions import RedisError
 from chatmem._concurrency import sleep
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._repository_support import check_limit, matches_history_filters, normalize_ttl
+from chatmem._urls import scrub
 from chatmem.conversation_ids import owner_of, validate_conversation_id
+from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, decode_message
-from chatmem_repositories._options import parse_options, redact_url, split_query
+from chatmem_repositories._options import redact_url
 from chatmem_repositories.redis import _scripts
-from chatmem_repositories.redis._drivers import Redis, Retry, Script
-from chatmem_repositories.redis._errors import (
-    BACKEND,
-    RETRYABLE,
-    never_sent,
-    translate_error,
-    translate_errors,
-)
-from chatmem_repositories.redis._keys import KeyLayout, escape_key_part, expiry_member
-from chatmem_repositories.redis._options import RedisOptions, check_server_url, with_db
-from chatmem_repositories.redis._rows import (
+from chatmem_repositories.redis._codec import (
     append_args,
     as_int,
     micros,
     position_arg,
     stored_from_pairs,
 )
+from chatmem_repositories.redis._drivers import Redis, Retry, Script
+from chatmem_repositories.redis._errors import (
+    RETRYABLE,
+    never_sent,
+    translate_error,
+    translate_errors,
+)
+from chatmem_repositories.redis._options import parse_url
+from chatmem_repositories.redis._schema import KeyLayout, escape_key_part, expiry_member
 
 __all__ = ["RedisChatMemoryRepository"]
 
@@ -68,9 +69,16 @@ class RedisChatMemoryRepository:
         client: A redis-py client (``redis.asyncio.Redis`` for the sync repository,
             ``redis.Redis`` for the sync one). It is not closed by :meth:`close`.
         key_prefix: Prefix of every key.
-        ttl: Expire a conversation this long after its last append; ``None``: never.
+        ttl: Expire a conversation this long after its last append; ``None``: never. The
+            server's clock decides (Redis key expiry and ``TIME`` in the scripts), so the
+            repository takes no client clock.
         history_scan_budget: Most messages one history round trip examines.
+        retries: Attempts after a connection failure or timeout, on top of the first. Leave
+            0 for a client that retries by itself.
     """
+
+    db_system: ClassVar[str] = "redis"
+    """The OpenTelemetry ``db.system.name`` of this store."""
 
     def __init__(
         self,
@@ -79,6 +87,7 @@ class RedisChatMemoryRepository:
         key_prefix: str = "chatmem",
         ttl: timedelta | float | None = None,
         history_scan_budget: int = 5000,
+        retries: int = 0,
     ) -> None:
         self._client = client
         self._owns_client = False
@@ -93,7 +102,7 @@ class RedisChatMemoryRepository:
         # A client made by from_url leaves retries to _call, which knows whether a failed
         # attempt may have reached the server. A handed-in client may retry by itself, so
         # even its "cannot connect" may follow an attempt that was sent.
-        self._retries = 0
+        self._retries = check_limit(retries)
         self._backoff = ExponentialBackoff(cap=0.5, base=0.05)
         retry = getattr(client, "get_retry", lambda: None)()
         self._client_retries = bool(retry is not None and retry.get_retries())
@@ -102,30 +111,56 @@ class RedisChatMemoryRepository:
     def from_url(cls, url: str, **options: Any) -> RedisChatMemoryRepository:
         """Create a repository that owns a new client for ``redis://`` or ``rediss://``.
 
+        A query parameter is one of chatmem's options
+        (:class:`~chatmem_repositories.redis.RedisOptions`) or one of the redis-py parameters
+        in :data:`~chatmem_repositories.redis.DRIVER_PARAMETERS` (``max_connections``,
+        ``client_name``, ``ssl_ca_certs``...), which redis-py reads from the URL; anything
+        else is an error naming it. Other redis-py arguments go in ``driver_options``.
+
         Args:
             url: Such as ``redis://user:secret@host:6379/0?key_prefix=app&ttl=3600``.
-            **options: Options of :class:`~chatmem_repositories.redis.RedisOptions`;
-                they win over the URL's query.
+            **options: chatmem's options, declared driver parameters, and
+                ``driver_options={...}``; they win over the URL's query.
 
         Raises:
-            ConfigurationError: For an unknown option (naming it), a bad value, a malformed
-                port or IPv6 address, or several hosts.
+            ConfigurationError: For an unknown option (naming it, with a suggestion), a bad
+                value, a malformed port or IPv6 address, or several hosts.
         """
-        base, query = split_query(url)
-        parsed = parse_options(RedisOptions, query, options, backend=BACKEND)
-        base = with_db(check_server_url(base), parsed.db)
-        client = Redis.from_url(base, retry=Retry(NoBackoff(), 0), **parsed.client_kwargs())
+        parsed = parse_url(url, options)
+        try:
+            client = Redis.from_url(
+                parsed.url,
+                retry=Retry(NoBackoff(), 0),
+                **{**parsed.options.client_kwargs(), **parsed.driver_options},
+            )
+        except ValueError as exc:  # redis-py's reading of a driver parameter's value
+            raise ConfigurationError(
+                f"invalid Redis URL {redact_url(url)!r}: {scrub(str(exc), url)}"
+            ) from None
         repository = cls(
             client,
-            key_prefix=parsed.key_prefix,
-            ttl=parsed.ttl,
-            history_scan_budget=parsed.history_scan_budget,
+            key_prefix=parsed.options.key_prefix,
+            ttl=parsed.options.ttl,
+            history_scan_budget=parsed.options.history_scan_budget,
+            retries=parsed.options.retries,
         )
         repository._owns_client = True
-        repository._retries = parsed.retries
+        # Retries are left to _call, which knows whether a failed attempt was sent.
         repository._client_retries = False
-        repository._server = redact_url(base)
+        repository._server = redact_url(parsed.url)
         return repository
+
+    def server_version(self) -> str:
+        """Return the server's product and version, such as ``"Redis 7.0.15"``.
+
+        Raises:
+            RepositoryError: If the server cannot be reached (mapped like every call).
+        """
+        info = self._call("reading the server version", lambda: self._client.info("server"))
+        product = str(info.get("server_name") or "redis")
+        version = info.get(f"{product}_version") or info.get("redis_version") or "unknown"
+        name = "Redis" if product == "redis" else product.capitalize()
+        return f"{name} {version}"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._server!r}, key_prefix={self._keys.prefix!r})"

@@ -1,0 +1,120 @@
+"""The Redis repository's URL option rule, server version and telemetry name, on a real server."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from chatmem import UserMessage
+from chatmem.exceptions import ConfigurationError
+from chatmem_repositories import create_async_repository, create_repository
+from chatmem_repositories.redis import (
+    DRIVER_PARAMETERS,
+    AsyncRedisChatMemoryRepository,
+    RedisChatMemoryRepository,
+)
+from tests.conftest import server_url
+
+pytestmark = pytest.mark.backend("redis")
+
+PREFIX = f"chatmem-options-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    url = server_url("redis")
+    yield url
+    with redis.Redis.from_url(url) as client:
+        for pattern in (f"{{{PREFIX}:*", f"{{{PREFIX}}}:*"):
+            keys = list(client.scan_iter(match=pattern, count=1000))
+            if keys:
+                client.delete(*keys)
+
+
+@pytest.mark.parametrize(
+    ("query", "suggestion"),
+    [
+        ("key_prefx=x", "key_prefix"),  # a chatmem option
+        ("max_conections=5", "max_connections"),  # a declared driver parameter
+        ("conect_timeout=1", "connect_timeout"),
+    ],
+)
+def test_misspelt_option_fails_with_did_you_mean(
+    redis_url: str, query: str, suggestion: str
+) -> None:
+    for url in (f"{redis_url}?{query}", f"rediss://localhost:6380/0?{query}"):
+        with pytest.raises(ConfigurationError, match=f"did you mean '{suggestion}'") as caught:
+            create_repository(url)
+        assert "driver_options" in str(caught.value)
+    name = query.partition("=")[0]
+    with pytest.raises(ConfigurationError, match=f"'{name}'.*did you mean '{suggestion}'"):
+        create_async_repository(redis_url, **{name: "1"})
+
+
+def test_declared_driver_parameters_reach_redis_py(redis_url: str) -> None:
+    assert "max_connections" in DRIVER_PARAMETERS
+    name = f"chatmem-{uuid.uuid4().hex[:6]}"
+    url = f"{redis_url}?max_connections=7&client_name={name}&key_prefix={PREFIX}"
+    with create_repository(url) as repository:
+        pool = repository._client.connection_pool
+        assert pool.max_connections == 7
+        assert pool.connection_kwargs["client_name"] == name
+        repository.append("c", [UserMessage("x")])
+        assert repository._client.client_getname() in (name, name.encode())
+        repository.delete_by_conversation_id("c")
+    # As a keyword too, since it is declared.
+    with RedisChatMemoryRepository.from_url(redis_url, max_connections=3) as repository:
+        assert repository._client.connection_pool.max_connections == 3
+
+
+def test_bad_driver_parameter_value_is_a_configuration_error(redis_url: str) -> None:
+    with pytest.raises(ConfigurationError, match="max_connections"):
+        create_repository(f"{redis_url}?max_connections=lots")
+
+
+async def test_driver_options_reach_the_client(redis_url: str) -> None:
+    repository = AsyncRedisChatMemoryRepository.from_url(
+        redis_url,
+        key_prefix=PREFIX,
+        driver_options={"socket_keepalive": True, "client_name": "via-driver-options"},
+    )
+    try:
+        kwargs = repository._client.connection_pool.connection_kwargs
+        assert kwargs["socket_keepalive"] is True
+        await repository.append("c", [UserMessage("x")])
+        assert await repository._client.client_getname() in (
+            "via-driver-options",
+            b"via-driver-options",
+        )
+        await repository.delete_by_conversation_id("c")
+    finally:
+        await repository.aclose()
+    with pytest.raises(ConfigurationError, match="mapping"):
+        create_repository(redis_url, driver_options=["socket_keepalive"])
+    with pytest.raises(ConfigurationError, match="not a URL option"):
+        create_repository(f"{redis_url}?driver_options=x")
+
+
+def test_old_timeout_names_warn_and_still_work(redis_url: str) -> None:
+    with pytest.warns(DeprecationWarning, match="'socket_timeout'.*use 'read_timeout'"):
+        repository = create_repository(f"{redis_url}?socket_timeout=3")
+    with repository:
+        assert repository._client.connection_pool.connection_kwargs["socket_timeout"] == 3.0
+    with pytest.warns(DeprecationWarning, match="use 'connect_timeout'"):
+        repository = create_repository(redis_url, socket_connect_timeout=4)
+    with repository:
+        kwargs = repository._client.connection_pool.connection_kwargs
+        assert kwargs["socket_connect_timeout"] == 4.0
+    with pytest.raises(ConfigurationError, match="give only 'read_timeout'"):
+        create_repository(redis_url, socket_timeout=1, read_timeout=2)
+
+
+async def test_server_version_and_db_system(redis_url: str) -> None:
+    async with AsyncRedisChatMemoryRepository.from_url(redis_url) as repository:
+        assert (await repository.server_version()).startswith("Redis 7.")
+    with RedisChatMemoryRepository.from_url(redis_url) as repository:
+        assert repository.server_version().startswith("Redis 7.")
+        assert repository.db_system == AsyncRedisChatMemoryRepository.db_system == "redis"
