@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from cassandra.cluster import Cluster, Session
 
-from chatmem._records import Position
+from chatmem.backend import Position
 from chatmem.testing import (
     AsyncHistoryCheckerConformance,
     AsyncRepositoryConformance,

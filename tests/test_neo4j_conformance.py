@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chatmem._records import Position
+from chatmem.backend import Position
 from chatmem.testing import (
     AsyncHistoryCheckerConformance,
     AsyncRepositoryConformance,

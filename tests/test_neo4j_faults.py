@@ -147,7 +147,7 @@ def _proxied_url(proxy: TcpProxy) -> str:
 
 _FAST_FAIL = {
     "max_transaction_retry_time": _RETRY_SECONDS,
-    "connection_timeout": 2,
+    "connect_timeout": 2,
     "connection_acquisition_timeout": 4,
 }
 

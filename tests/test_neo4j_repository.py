@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from neo4j import GraphDatabase
 
-from chatmem._concurrency import run_all
+from chatmem.backend import run_all
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import AssistantMessage, SystemMessage, UserMessage
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
-from chatmem_repositories.neo4j._config import driver_settings
+from chatmem_repositories.neo4j._codec import NO_POSITION
 from chatmem_repositories.neo4j._cypher import Statements
-from chatmem_repositories.neo4j._records import NO_POSITION
+from chatmem_repositories.neo4j._options import driver_settings
 from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("neo4j")
@@ -192,8 +192,7 @@ def test_unknown_option_names_it_with_a_suggestion() -> None:
 
 def test_url_parts_become_driver_settings() -> None:
     settings = driver_settings(
-        "neo4j+s://alice:s%40cret@db.example:7688/chat?ttl=60&label_prefix=App"
-        "&connection_timeout=2.5",
+        "neo4j+s://alice:s%40cret@db.example:7688/chat?ttl=60&label_prefix=App&connect_timeout=2.5",
         {"max_transaction_retry_time": 3},
     )
     assert settings.uri == "neo4j+s://db.example:7688"
@@ -206,6 +205,37 @@ def test_url_parts_become_driver_settings() -> None:
     assert settings.config["max_transaction_retry_time"] == 3
     assert "s@cret" not in settings.redacted_url
     assert "s%40cret" not in settings.redacted_url
+
+
+@pytest.mark.parametrize(
+    ("old", "value", "new", "expected"),
+    [
+        ("connection_timeout", "2.5", "connect_timeout", 2.5),
+        ("create_schema", "false", "initialize_schema", "never"),
+    ],
+)
+def test_former_option_names_still_work_with_a_deprecation_warning(
+    old: str, value: str, new: str, expected: object
+) -> None:
+    with pytest.warns(DeprecationWarning, match=new):
+        settings = driver_settings(f"bolt://h:7687?{old}={value}", {})
+    got = getattr(settings.options, new)
+    assert (got.total_seconds() if new == "connect_timeout" else got) == expected
+
+
+def test_driver_options_reach_the_driver_and_unknown_url_parameters_are_refused() -> None:
+    settings = driver_settings(
+        "bolt://h:7687", {"driver_options": {"keep_alive": False, "user_agent": "app"}}
+    )
+    assert settings.config["keep_alive"] is False
+    assert settings.config["user_agent"] == "app"  # driver_options win over chatmem's
+    with pytest.raises(ConfigurationError, match=r"'keep_alive'.*driver_options"):
+        driver_settings("bolt://h:7687?keep_alive=false", {})
+
+
+def test_server_version_and_db_system(repository: Neo4jChatMemoryRepository) -> None:
+    assert Neo4jChatMemoryRepository.db_system == "neo4j"
+    assert repository.server_version().startswith("Neo4j Kernel 5.")
 
 
 def test_bad_urls_are_configuration_errors() -> None:

@@ -14,8 +14,7 @@ from chatmem.testing.vectors import (
     VectorStoreConformance,
 )
 from chatmem.vector_store import VectorDocument
-from chatmem_repositories.neo4j._async.vector import AsyncNeo4jVectorStore
-from chatmem_repositories.neo4j._sync.vector import Neo4jVectorStore
+from chatmem_repositories.neo4j import AsyncNeo4jVectorStore, Neo4jVectorStore
 from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("neo4j")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chatmem._records import Position, StoredMessage
+from chatmem.backend import Position, StoredMessage, VectorDocument
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import (
     Message,
@@ -20,11 +21,12 @@ __all__ = [
     "FIRST_POSITION",
     "NO_POSITION",
     "check_position",
+    "document_rows",
+    "documents_from_rows",
     "message_params",
     "micros",
     "stored_messages",
     "ttl_millis",
-    "unique_by_id",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -63,17 +65,6 @@ def check_position(position: Position) -> int:
     return position
 
 
-def unique_by_id(messages: Sequence[Message]) -> list[Message]:
-    """Keep the first of messages sharing an id: a batch stores each id once."""
-    seen: set[str] = set()
-    kept = []
-    for message in messages:
-        if message.id not in seen:
-            seen.add(message.id)
-            kept.append(message)
-    return kept
-
-
 def message_params(message: Message) -> dict[str, Any]:
     """Return the parameter map that the append statements turn into a ``Message`` node."""
     kind = MessageType(message.type)
@@ -103,3 +94,42 @@ def stored_messages(
     if reverse:
         found.reverse()
     return found
+
+
+def document_rows(
+    documents: Sequence[VectorDocument], vectors: Sequence[list[float]]
+) -> list[dict[str, Any]]:
+    """Return the ``rows`` parameter of the upsert statement.
+
+    Args:
+        documents: The documents.
+        vectors: Their embeddings, in order.
+    """
+    rows = []
+    for document, vector in zip(documents, vectors, strict=True):
+        props: dict[str, Any] = {
+            "id": document.id,
+            "text": document.text,
+            "metadata": json.dumps(document.metadata, ensure_ascii=False),
+            "embedding": vector,
+        }
+        props.update({f"meta_{k}": v for k, v in document.filterable().items()})
+        rows.append({"id": document.id, "props": props})
+    return rows
+
+
+def documents_from_rows(rows: Sequence[Sequence[Any]]) -> list[VectorDocument]:
+    """Turn ``(id, text, metadata, score)`` rows into scored documents.
+
+    Args:
+        rows: Result rows of a search statement.
+    """
+    return [
+        VectorDocument(
+            id=row[0],
+            text=row[1],
+            metadata=json.loads(row[2]),
+            score=min(max(float(row[3]), 0.0), 1.0),
+        )
+        for row in rows
+    ]

@@ -1,4 +1,6 @@
-"""Every Cypher statement the repository runs, and the schema they rely on (no I/O).
+"""Every Cypher statement the repository and the vector store run (no I/O).
+
+The constraints and indexes they rely on are in ``_schema``.
 
 Values always travel as parameters. The only text spliced into a statement is a label or
 schema name derived from the validated ``label_prefix`` (labels cannot be parameters).
@@ -26,12 +28,15 @@ instead of sorting the whole conversation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import LiteralString
+from typing import Any, LiteralString, cast
 
-from chatmem_repositories.neo4j._config import check_label_prefix
+from chatmem.backend import VectorFilter, check_identifier
+from chatmem_repositories.neo4j._options import check_label_prefix
+from chatmem_repositories.neo4j._schema import repository_schema, vector_schema
 
-__all__ = ["Statements"]
+__all__ = ["Statements", "VectorStatements"]
 
 _LIVE = "c.deleted IS NULL AND coalesce(c.expires_at > timestamp(), true)"
 
@@ -288,30 +293,10 @@ class Statements:
         """
         check_label_prefix(prefix)
         c, m = f"{prefix}Conversation", f"{prefix}Message"
-        # Schema names keep the prefix's case, as labels do: lower-cased, "App" and "app"
-        # would share names, and the second prefix's IF NOT EXISTS would create nothing.
-        name = f"chatmem_{prefix}_" if prefix else "chatmem_"
-        schema: tuple[LiteralString, ...] = (
-            f"CREATE CONSTRAINT {name}conversation_id IF NOT EXISTS "
-            f"FOR (c:{c}) REQUIRE c.id IS UNIQUE",
-            f"CREATE CONSTRAINT {name}message_generation_id IF NOT EXISTS "
-            f"FOR (m:{m}) REQUIRE (m.conversation_id, m.generation, m.message_id) IS UNIQUE",
-            f"CREATE CONSTRAINT {name}message_position IF NOT EXISTS "
-            f"FOR (m:{m}) REQUIRE (m.conversation_id, m.position) IS UNIQUE",
-            f"CREATE INDEX {name}message_log IF NOT EXISTS "
-            f"FOR (m:{m}) ON (m.conversation_id, m.generation, m.position)",
-            f"CREATE INDEX {name}message_window IF NOT EXISTS "
-            f"FOR (m:{m}) ON (m.conversation_id, m.generation, m.is_system, m.position)",
-            f"CREATE INDEX {name}message_type IF NOT EXISTS "
-            f"FOR (m:{m}) ON (m.conversation_id, m.generation, m.type, m.position)",
-            f"CREATE INDEX {name}conversation_owner IF NOT EXISTS FOR (c:{c}) ON (c.owner, c.id)",
-            f"CREATE INDEX {name}conversation_expiry IF NOT EXISTS FOR (c:{c}) ON (c.expires_at)",
-            f"CREATE INDEX {name}conversation_deleted IF NOT EXISTS FOR (c:{c}) ON (c.deleted)",
-        )
         return cls(
             conversation_label=c,
             message_label=m,
-            schema=schema,
+            schema=repository_schema(prefix),
             append=_q(_APPEND, c, m),
             replace=_q(_REPLACE, c, m),
             delete=_q(_DELETE, c, m),
@@ -327,3 +312,117 @@ class Statements:
             list_all=_q(_LIST_ALL, c, m),
             list_owner=_q(_LIST_OWNER, c, m),
         )
+
+
+# -- the vector store ---------------------------------------------------------------------
+
+_VECTOR_RETURN = "RETURN n.id AS id, n.text AS text, n.metadata AS metadata, score"
+
+
+def _vq(text: str) -> LiteralString:
+    # Every spliced part was checked by check_identifier; the rest is literal text.
+    return cast(LiteralString, text)  # type: ignore[redundant-cast]
+
+
+@dataclass(frozen=True)
+class VectorStatements:
+    """The statements for one label and vector index."""
+
+    label: str
+    """The node label."""
+    index_name: str
+    """The vector index name."""
+
+    @classmethod
+    def create(cls, label: str, index_name: str | None) -> VectorStatements:
+        """Check the names and build the statements.
+
+        Args:
+            label: The node label.
+            index_name: The vector index name; ``<label>_embedding`` by default.
+        """
+        check_identifier(label, "label")
+        index = check_identifier(index_name or f"{label}_embedding", "index_name")
+        return cls(label, index)
+
+    def schema(self, dimensions: int, indexed_keys: Sequence[str]) -> list[LiteralString]:
+        """Return the constraint and index statements (``IF NOT EXISTS``).
+
+        Args:
+            dimensions: Vector length of the vector index.
+            indexed_keys: Metadata keys that get a range index (filters start with these).
+        """
+        return vector_schema(self.label, self.index_name, dimensions, indexed_keys)
+
+    @property
+    def index_dimensions(self) -> LiteralString:
+        """Read the dimensions of an existing vector index (parameter ``name``)."""
+        return (
+            "SHOW VECTOR INDEXES YIELD name, options WHERE name = $name "
+            "RETURN options.indexConfig['vector.dimensions'] AS dimensions"
+        )
+
+    @property
+    def upsert(self) -> LiteralString:
+        """Create or replace documents (parameter ``rows``: ``{id, props}`` maps)."""
+        return _vq(f"UNWIND $rows AS row MERGE (n:{self.label} {{id: row.id}}) SET n = row.props")
+
+    @property
+    def delete_ids(self) -> LiteralString:
+        """Delete documents by id (parameter ``ids``)."""
+        return _vq(f"UNWIND $ids AS id MATCH (n:{self.label} {{id: id}}) DELETE n")
+
+    def delete_where(self, where: VectorFilter) -> tuple[LiteralString, dict[str, Any]]:
+        """Delete up to ``$batch`` documents matching a filter and return how many went.
+
+        Args:
+            where: A non-empty filter.
+        """
+        condition, params = _condition(where)
+        query = (
+            f"MATCH (n:{self.label}) WHERE {condition} "
+            "WITH n LIMIT $batch DELETE n RETURN count(*) AS deleted"
+        )
+        return _vq(query), params
+
+    def search(
+        self, where: VectorFilter, indexed_keys: Sequence[str] = ()
+    ) -> tuple[LiteralString, dict[str, Any]]:
+        """Return the search statement and its filter parameters.
+
+        Unfiltered searches use the vector index. Filtered ones score every matching node
+        exactly, found through the range index of the first indexed key in the filter (a
+        planner hint: left alone, the planner may pick a less selective index, such as
+        ``owner`` over ``conversation_id``). Post-filtering the vector index's global top k
+        would return too few (or no) entries for one conversation among many.
+
+        Args:
+            where: The filter; empty means every document.
+            indexed_keys: Keys with a range index, most selective first.
+        """
+        if not where:
+            query = (
+                "CALL db.index.vector.queryNodes($index, $k, $vector) YIELD node AS n, score "
+                f"WHERE score >= $threshold {_VECTOR_RETURN} ORDER BY score DESC"
+            )
+            return _vq(query), {"index": self.index_name}
+        condition, params = _condition(where)
+        keys = {key for key, _ in where}
+        seek = next((k for k in indexed_keys if k in keys), None)
+        hint = f" USING INDEX n:{self.label}(meta_{seek})" if seek else ""
+        query = (
+            f"MATCH (n:{self.label}){hint} WHERE {condition} "
+            "WITH n, vector.similarity.cosine(n.embedding, $vector) AS score "
+            f"WHERE score >= $threshold {_VECTOR_RETURN} ORDER BY score DESC LIMIT $k"
+        )
+        return _vq(query), params
+
+
+def _condition(where: VectorFilter) -> tuple[str, dict[str, Any]]:
+    parts = []
+    params: dict[str, Any] = {}
+    for i, (key, value) in enumerate(where):
+        check_identifier(key, "a filter key")
+        parts.append(f"n.meta_{key} = $f{i}")
+        params[f"f{i}"] = value
+    return " AND ".join(parts), params

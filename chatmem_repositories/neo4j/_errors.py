@@ -22,7 +22,7 @@ from chatmem.exceptions import (
     RepositoryTimeoutError,
     RepositoryWriteTimeoutError,
 )
-from chatmem_repositories.neo4j._config import BACKEND
+from chatmem_repositories.neo4j._options import BACKEND
 
 __all__ = [
     "DRIVER_ERRORS",

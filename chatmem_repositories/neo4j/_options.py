@@ -1,4 +1,10 @@
-"""Options of the Neo4j repository and how a URL becomes driver arguments (no I/O)."""
+"""Options of the Neo4j repository and how a URL becomes driver arguments (no I/O).
+
+The URL option rule (``chatmem_repositories._options.parse_url_options``): every query
+parameter is one of :class:`Neo4jOptions`; the backend passes no URL parameter through to
+the driver (:data:`DRIVER_PARAMETERS` is empty), so any other ``GraphDatabase.driver``
+argument goes in ``driver_options={...}``.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +16,36 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from chatmem.backend import redact_url
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
-    parse_options,
-    redact_url,
-    split_query,
+    InitializeSchema,
+    Renamed,
+    parse_url_options,
+    schema_flag,
     split_url,
 )
 
-__all__ = ["BACKEND", "DriverSettings", "Neo4jOptions", "check_label_prefix", "driver_settings"]
+__all__ = [
+    "BACKEND",
+    "DRIVER_PARAMETERS",
+    "RENAMED",
+    "DriverSettings",
+    "Neo4jOptions",
+    "check_label_prefix",
+    "driver_settings",
+]
+
+DRIVER_PARAMETERS: frozenset[str] = frozenset()
+"""URL query parameters passed to the driver as written: none; other driver arguments go in
+``driver_options``."""
+
+RENAMED = {
+    "connection_timeout": Renamed("connect_timeout"),
+    "create_schema": Renamed("initialize_schema", schema_flag),
+}
+"""Former option names, still accepted with a ``DeprecationWarning``."""
 
 BACKEND = "neo4j"
 """The backend name carried by errors."""
@@ -63,8 +89,8 @@ class Neo4jOptions(BaseModel):
     """User name, if not given in the URL."""
     password: SecretStr | None = None
     """Password, if not given in the URL."""
-    connection_timeout: Duration = timedelta(seconds=5)
-    """How long opening one connection may take."""
+    connect_timeout: Duration = timedelta(seconds=5)
+    """How long opening one connection may take (``connection_timeout`` before)."""
     connection_acquisition_timeout: Duration = timedelta(seconds=10)
     """How long waiting for a pooled connection (including opening it) may take."""
     max_transaction_retry_time: Duration = timedelta(seconds=10)
@@ -76,8 +102,9 @@ class Neo4jOptions(BaseModel):
     ``connection.recv_timeout_seconds`` hint (120 s by default), or forever without one."""
     max_connection_pool_size: int = Field(default=100, gt=0)
     """Most connections the driver keeps open."""
-    create_schema: bool = True
-    """Create the constraints and indexes on first use (``IF NOT EXISTS``)."""
+    initialize_schema: InitializeSchema = "always"
+    """``"always"`` creates the constraints and indexes on first use (``IF NOT EXISTS``);
+    ``"never"`` leaves them to you (``create_schema`` before)."""
 
     @field_validator("label_prefix")
     @classmethod
@@ -97,7 +124,7 @@ class DriverSettings:
     auth: tuple[str, str] | None
     """User and password, or ``None`` for a server without authentication."""
     config: dict[str, Any]
-    """Driver keyword arguments."""
+    """Driver keyword arguments (``driver_options`` last, so they win)."""
     options: Neo4jOptions
     """The validated options."""
     redacted_url: str
@@ -105,8 +132,7 @@ class DriverSettings:
 
 
 def _split_url(url: str) -> tuple[str, str | None, str | None, str | None]:
-    base, _ = split_query(url)
-    parts = split_url(base)
+    parts = split_url(url)
     if parts.scheme.lower() not in SCHEMES:
         raise ConfigurationError(
             f"a Neo4j URL starts with one of {', '.join(SCHEMES)}; got {redact_url(url)!r}"
@@ -141,9 +167,16 @@ def driver_settings(url: str, keyword_options: dict[str, Any]) -> DriverSettings
         ConfigurationError: For another scheme, a missing host, an unknown option or a bad
             value.
     """
-    uri, url_user, url_password, url_database = _split_url(url)
-    _, query = split_query(url)
-    options = parse_options(Neo4jOptions, query, keyword_options, backend=BACKEND)
+    parsed = parse_url_options(
+        Neo4jOptions,
+        url,
+        keyword_options,
+        backend=BACKEND,
+        driver_parameters=DRIVER_PARAMETERS,
+        renamed=RENAMED,
+    )
+    uri, url_user, url_password, url_database = _split_url(parsed.url)
+    options = parsed.options
     if url_database and options.database and url_database != options.database:
         raise ConfigurationError(
             f"the URL path names database {url_database!r} but the database option says "
@@ -157,7 +190,7 @@ def driver_settings(url: str, keyword_options: dict[str, Any]) -> DriverSettings
         raise ConfigurationError("a Neo4j password was given without a user")
     auth = (user, secret or "") if user is not None else None
     config: dict[str, Any] = {
-        "connection_timeout": options.connection_timeout.total_seconds(),
+        "connection_timeout": options.connect_timeout.total_seconds(),
         "connection_acquisition_timeout": options.connection_acquisition_timeout.total_seconds(),
         "max_transaction_retry_time": options.max_transaction_retry_time.total_seconds(),
         "max_connection_pool_size": options.max_connection_pool_size,
@@ -165,5 +198,6 @@ def driver_settings(url: str, keyword_options: dict[str, Any]) -> DriverSettings
         # under warnings-as-errors, as failures; the repository's queries are fixed.
         "notifications_min_severity": "OFF",
         "user_agent": "chatmem",
+        **parsed.driver_options,
     }
     return DriverSettings(uri, auth, config, options, redact_url(url))

@@ -4,28 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
-from typing import Any, LiteralString
+from typing import Any, ClassVar, LiteralString
 
 from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncGraphDatabase, AsyncSession
 from neo4j.exceptions import ClientError
 
-from chatmem._concurrency import AsyncLock, async_sleep
-from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._repository_support import check_limit, normalize_ttl
+from chatmem.backend import (
+    AsyncLock,
+    ConversationPage,
+    Position,
+    StoredMessage,
+    async_sleep,
+    check_limit,
+    conversation_page,
+    normalize_ttl,
+    unique_by_id,
+)
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.exceptions import RepositoryError
+from chatmem.exceptions import ConfigurationError, RepositoryError
 from chatmem.messages import Message, MessageType
 from chatmem_repositories._deadline import Deadline, arm
-from chatmem_repositories.neo4j._config import driver_settings
-from chatmem_repositories.neo4j._cypher import Statements
-from chatmem_repositories.neo4j._errors import (
-    DRIVER_ERRORS,
-    RetryDelays,
-    may_have_sent,
-    should_retry,
-    translate_error,
-)
-from chatmem_repositories.neo4j._records import (
+from chatmem_repositories._options import InitializeSchema
+from chatmem_repositories.neo4j._codec import (
     FIRST_POSITION,
     NO_POSITION,
     check_position,
@@ -33,9 +33,17 @@ from chatmem_repositories.neo4j._records import (
     micros,
     stored_messages,
     ttl_millis,
-    unique_by_id,
 )
-from chatmem_repositories.neo4j._sockets import closer_of
+from chatmem_repositories.neo4j._cypher import Statements
+from chatmem_repositories.neo4j._drivers import closer_of
+from chatmem_repositories.neo4j._errors import (
+    DRIVER_ERRORS,
+    RetryDelays,
+    may_have_sent,
+    should_retry,
+    translate_error,
+)
+from chatmem_repositories.neo4j._options import driver_settings
 
 __all__ = ["AsyncNeo4jChatMemoryRepository"]
 
@@ -79,13 +87,17 @@ class AsyncNeo4jChatMemoryRepository:
         database: Database name; ``None`` uses the server's home database.
         label_prefix: Prepended to the ``Conversation`` and ``Message`` labels.
         ttl: Expire a conversation this long after its last write. ``None`` keeps it forever.
-        create_schema: Create the constraints and indexes on first use.
+        initialize_schema: ``"always"`` creates the constraints and indexes on first use;
+            ``"never"`` expects them to exist.
         retry_time: How long a statement is retried after transient errors (deadlocks, a
             lost connection) before the error is raised; seconds or a timedelta.
         read_timeout: How long one statement may wait for the server's answer before its
             connection is closed and a timeout raised; seconds, a timedelta, or ``None`` to
             rely on the driver (which waits until the server's keep-alive hint, if any).
     """
+
+    db_system: ClassVar[str] = "neo4j"
+    """The OpenTelemetry ``db.system.name`` of this store."""
 
     def __init__(
         self,
@@ -94,7 +106,7 @@ class AsyncNeo4jChatMemoryRepository:
         database: str | None = None,
         label_prefix: str = "",
         ttl: timedelta | float | None = None,
-        create_schema: bool = True,
+        initialize_schema: InitializeSchema = "always",
         retry_time: timedelta | float = 10.0,
         read_timeout: timedelta | float | None = 30.0,
     ) -> None:
@@ -102,7 +114,11 @@ class AsyncNeo4jChatMemoryRepository:
         self._driver = driver
         self._database = database
         self._ttl_ms = ttl_millis(normalize_ttl(ttl))
-        self._schema_ready = not create_schema
+        if initialize_schema not in ("always", "never"):
+            raise ConfigurationError(
+                f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
+            )
+        self._schema_ready = initialize_schema == "never"
         self._schema_lock = AsyncLock()
         self._retry_seconds = (
             retry_time.total_seconds() if isinstance(retry_time, timedelta) else float(retry_time)
@@ -121,7 +137,8 @@ class AsyncNeo4jChatMemoryRepository:
             url: ``neo4j://``, ``bolt://`` (or their ``+s``/``+ssc`` forms), with optional
                 ``user:password@``, ``/database`` and query options.
             **options: Options (see :class:`~chatmem_repositories.neo4j.Neo4jOptions`);
-                they win over the URL's query string.
+                they win over the URL's query string. ``driver_options``, a mapping, holds
+                further ``GraphDatabase.driver`` arguments.
 
         Raises:
             ConfigurationError: For a bad URL, an unknown option or a bad value.
@@ -134,7 +151,7 @@ class AsyncNeo4jChatMemoryRepository:
             database=parsed.database,
             label_prefix=parsed.label_prefix,
             ttl=parsed.ttl,
-            create_schema=parsed.create_schema,
+            initialize_schema=parsed.initialize_schema,
             retry_time=parsed.max_transaction_retry_time,
             read_timeout=parsed.read_timeout,
         )
@@ -371,9 +388,7 @@ class AsyncNeo4jChatMemoryRepository:
         params = {"owner": owner, "cursor": cursor or "", "limit": limit + 1}
         query = self._statements.list_all if owner is None else self._statements.list_owner
         rows = await self._read("listing", query, params)
-        ids = [row[0] for row in rows]
-        page = ids[:limit]
-        return ConversationPage(page, page[-1] if len(ids) > limit else None)
+        return conversation_page([row[0] for row in rows], limit)
 
     def _history_params(
         self,
@@ -451,6 +466,20 @@ class AsyncNeo4jChatMemoryRepository:
                 seen.add(conversation_id)
                 await self._sweep(conversation_id)
         return purged
+
+    async def server_version(self) -> str:
+        """Return the server's product and version, such as ``Neo4j Kernel 5.26.0``."""
+        query: LiteralString = (
+            "CALL dbms.components() YIELD name, versions, edition "
+            "RETURN name + ' ' + versions[0] + ' ' + edition"
+        )
+        # Straight to the server: asking the version must not create the schema.
+        try:
+            async with self._driver.session(**self._session_config(False)) as session:
+                record = await (await session.run(query)).single()
+        except DRIVER_ERRORS as exc:
+            raise translate_error(exc, "server version") from exc
+        return str(record[0]) if record else "Neo4j (unknown version)"
 
     async def aclose(self) -> None:
         """Close the driver if this repository created it."""

@@ -8,26 +8,24 @@ from typing import Any, LiteralString
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
 from neo4j.exceptions import ClientError
 
-from chatmem._async.embedding import AsyncEmbeddingModel
-from chatmem._async.vector_store import async_embed_documents, async_embed_query
-from chatmem._concurrency import AsyncLock, async_api
-from chatmem._flavor import check_flavor
-from chatmem._vector_types import (
+from chatmem.backend import (
+    AsyncBaseVectorStore,
+    AsyncLock,
     VectorDocument,
     VectorFilter,
     as_filter,
+    async_api,
+    async_embed_documents,
+    check_flavor,
     check_identifier,
-    check_search,
-    check_vector,
 )
+from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories.neo4j._config import driver_settings
+from chatmem_repositories._options import InitializeSchema
+from chatmem_repositories.neo4j._codec import document_rows, documents_from_rows
+from chatmem_repositories.neo4j._cypher import VectorStatements
 from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
-from chatmem_repositories.neo4j._vector_cypher import (
-    VectorStatements,
-    document_rows,
-    documents_from_rows,
-)
+from chatmem_repositories.neo4j._options import driver_settings
 
 __all__ = ["AsyncNeo4jVectorStore"]
 
@@ -43,7 +41,7 @@ async def _run(tx: AsyncManagedTransaction, query: LiteralString, params: dict[s
     return [list(record.values()) async for record in result]
 
 
-class AsyncNeo4jVectorStore:
+class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
     """Stores documents as nodes with an embedding property and a Neo4j 5 vector index.
 
     Unfiltered searches use ``db.index.vector.queryNodes``. Filtered searches (one
@@ -67,7 +65,8 @@ class AsyncNeo4jVectorStore:
         dimensions: Vector length; asked of the embedding model when ``None``.
         indexed_keys: Metadata keys that get a range index, most selective first; a filtered
             search seeks through the first of them that the filter names.
-        create_schema: Create the constraint and indexes on first use.
+        initialize_schema: ``"always"`` creates the constraint and indexes on first use;
+            ``"never"`` expects them to exist.
 
     Raises:
         ConfigurationError: If a name is not an ASCII identifier or the model is of the
@@ -84,17 +83,18 @@ class AsyncNeo4jVectorStore:
         index_name: str | None = None,
         dimensions: int | None = None,
         indexed_keys: Sequence[str] = ("conversation_id", "owner"),
-        create_schema: bool = True,
+        initialize_schema: InitializeSchema = "always",
     ) -> None:
-        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        super().__init__(embedding_model, dimensions=dimensions)
+        if initialize_schema not in ("always", "never"):
+            raise ConfigurationError(
+                f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
+            )
         self._statements = VectorStatements.create(label, index_name)
         self._indexed_keys = [check_identifier(k, "an indexed key") for k in indexed_keys]
-        self.embedding_model = embedding_model
-        """The model that embeds documents and queries."""
         self._driver = driver
         self._database = database
-        self._dimensions = dimensions
-        self._schema_ready = not create_schema
+        self._schema_ready = initialize_schema == "never"
         self._schema_lock = AsyncLock()
         self._owns_driver = False
 
@@ -108,7 +108,8 @@ class AsyncNeo4jVectorStore:
         index_name: str | None = None,
         dimensions: int | None = None,
         indexed_keys: Sequence[str] = ("conversation_id", "owner"),
-        create_schema: bool = True,
+        initialize_schema: InitializeSchema = "always",
+        **options: Any,
     ) -> AsyncNeo4jVectorStore:
         """Create a store that owns a new driver.
 
@@ -120,12 +121,15 @@ class AsyncNeo4jVectorStore:
             index_name: Vector index name; ``<label>_embedding`` by default.
             dimensions: Vector length; asked of the embedding model when ``None``.
             indexed_keys: Metadata keys that get a range index.
-            create_schema: Create the constraint and indexes on first use.
+            initialize_schema: ``"always"`` creates the constraint and indexes on first use.
+            **options: The connection options of the Neo4j repository (see
+                :class:`~chatmem_repositories.neo4j.Neo4jOptions`; they win over the URL's)
+                and ``driver_options``, further ``GraphDatabase.driver`` arguments.
 
         Raises:
             ConfigurationError: For a bad URL, name or option.
         """
-        settings = driver_settings(url, {})
+        settings = driver_settings(url, options)
         # Check every name before the driver exists, so a bad one leaks nothing.
         VectorStatements.create(label, index_name)
         for key in indexed_keys:
@@ -140,7 +144,7 @@ class AsyncNeo4jVectorStore:
             index_name=index_name,
             dimensions=dimensions,
             indexed_keys=indexed_keys,
-            create_schema=create_schema,
+            initialize_schema=initialize_schema,
         )
         store._owns_driver = True
         return store
@@ -158,7 +162,8 @@ class AsyncNeo4jVectorStore:
             "bookmark_manager": self._driver.execute_query_bookmark_manager,
         }
 
-    async def _ensure_schema(self) -> None:
+    async def _ensure_ready(self) -> None:
+        """Learn the dimensions and create the schema, once."""
         if self._schema_ready and self._dimensions is not None:
             return
         async with self._schema_lock:
@@ -193,7 +198,7 @@ class AsyncNeo4jVectorStore:
             )
 
     async def _execute(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
-        await self._ensure_schema()
+        await self._ensure_ready()
         try:
             async with self._driver.session(**self._session_config()) as session:
                 return await session.execute_write(_run, query, params)
@@ -201,7 +206,7 @@ class AsyncNeo4jVectorStore:
             raise translate_error(exc, action) from exc
 
     async def _query(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
-        await self._ensure_schema()
+        await self._ensure_ready()
         try:
             async with self._driver.session(**self._session_config()) as session:
                 return await session.execute_read(_run, query, params)
@@ -221,7 +226,7 @@ class AsyncNeo4jVectorStore:
         documents = list(documents)
         if not documents:
             return []
-        await self._ensure_schema()
+        await self._ensure_ready()
         vectors = await async_embed_documents(self.embedding_model, documents, self._dimensions)
         rows = document_rows(documents, vectors)
         for start in range(0, len(rows), _WRITE_BATCH):
@@ -229,52 +234,11 @@ class AsyncNeo4jVectorStore:
             await self._execute("vector add", self._statements.upsert, {"rows": batch})
         return [d.id for d in documents]
 
-    async def similarity_search(
-        self,
-        query: str,
-        *,
-        top_k: int = 4,
-        score_threshold: float = 0.0,
-        where: Where = None,
+    async def _search_by_vector(
+        self, vector: list[float], top_k: int, score_threshold: float, where: VectorFilter
     ) -> list[VectorDocument]:
-        """Return the documents most similar to ``query``, best first, with their scores.
-
-        Args:
-            query: The text.
-            top_k: How many documents at most.
-            score_threshold: Lowest score returned.
-            where: Only documents whose metadata matches.
-        """
-        check_search(top_k, score_threshold)
-        condition = as_filter(where)
-        await self._ensure_schema()
-        vector = await async_embed_query(self.embedding_model, query, self._dimensions)
-        return await self.similarity_search_by_vector(
-            vector, top_k=top_k, score_threshold=score_threshold, where=condition
-        )
-
-    async def similarity_search_by_vector(
-        self,
-        vector: Sequence[float],
-        *,
-        top_k: int = 4,
-        score_threshold: float = 0.0,
-        where: Where = None,
-    ) -> list[VectorDocument]:
-        """Like :meth:`similarity_search` with an embedding instead of a text.
-
-        Args:
-            vector: The query embedding.
-            top_k: How many documents at most.
-            score_threshold: Lowest score returned.
-            where: Only documents whose metadata matches.
-        """
-        check_search(top_k, score_threshold)
-        condition = as_filter(where)
-        await self._ensure_schema()
-        checked = check_vector(vector, self._dimensions)
-        statement, params = self._statements.search(condition, self._indexed_keys)
-        params.update(vector=checked, k=top_k, threshold=float(score_threshold))
+        statement, params = self._statements.search(where, self._indexed_keys)
+        params.update(vector=vector, k=top_k, threshold=float(score_threshold))
         rows = await self._query("vector search", statement, params)
         return documents_from_rows(rows)
 
