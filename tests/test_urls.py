@@ -11,7 +11,7 @@ from chatmem._urls import is_secret_option, scrub
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_async_repository, create_repository, redact_url
 from chatmem_repositories.cassandra._options import parse_url as cassandra_url
-from chatmem_repositories.mongodb._config import parse_url as mongo_url
+from chatmem_repositories.mongodb._options import parse_url as mongo_url
 from tests.conftest import server_url
 
 SECRET = "Zq7-S3cret"
@@ -109,7 +109,7 @@ def test_repository_reprs_hide_credentials(url: str) -> None:
 
 def test_invalid_mongodb_url_error_hides_query_credentials() -> None:
     with pytest.raises(ConfigurationError, match="invalid MongoDB URL") as caught:
-        create_repository(f"mongodb://h/db?password={SECRET}&tls=maybe")
+        create_repository(f"mongodb://h/db?tlsCertificateKeyFilePassword={SECRET}&tls=maybe")
     assert SECRET not in str(caught.value)
 
 
