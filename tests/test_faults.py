@@ -49,25 +49,20 @@ TIMEOUT = 1.0
 # for a loaded 2-core machine.
 BOUND = 6.0
 
+# Every backend takes the same two timeouts.
+TIMEOUTS: dict[str, Any] = {"read_timeout": TIMEOUT, "connect_timeout": TIMEOUT}
 # Per backend: the default port, and options that set every timeout to TIMEOUT.
 BACKENDS: dict[str, tuple[int, dict[str, Any]]] = {
-    "postgresql": (5432, {"read_timeout": TIMEOUT, "connect_timeout": TIMEOUT}),
-    "mariadb": (3306, {"read_timeout": TIMEOUT, "connect_timeout": TIMEOUT}),
-    "redis": (6379, {"socket_timeout": TIMEOUT, "socket_connect_timeout": TIMEOUT}),
-    "mongodb": (
-        27017,
-        {
-            "socketTimeoutMS": int(TIMEOUT * 1000),
-            "connectTimeoutMS": int(TIMEOUT * 1000),
-            "serverSelectionTimeoutMS": int(TIMEOUT * 1000),
-        },
-    ),
-    "cassandra": (9042, {"read_timeout": TIMEOUT, "connect_timeout": TIMEOUT}),
+    "postgresql": (5432, TIMEOUTS),
+    "mariadb": (3306, TIMEOUTS),
+    "redis": (6379, TIMEOUTS),
+    "mongodb": (27017, TIMEOUTS),
+    "cassandra": (9042, TIMEOUTS),
     "neo4j": (
         7687,
         {
-            "read_timeout": TIMEOUT,
-            "connect_timeout": TIMEOUT,
+            **TIMEOUTS,
+            # Neo4j's driver also waits for a pooled connection and retries transactions.
             "connection_acquisition_timeout": 2 * TIMEOUT,
             "max_transaction_retry_time": TIMEOUT,
         },
