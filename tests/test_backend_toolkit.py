@@ -151,3 +151,30 @@ def test_an_async_store_refuses_a_sync_model() -> None:
         Store(HashingEmbeddingModel(dimensions=8))  # type: ignore[arg-type]
     store = Store(AsyncHashingEmbeddingModel(dimensions=8))
     assert asyncio.run(store.similarity_search("x")) == []
+
+
+def test_built_in_backends_tell_their_server_and_db_system() -> None:
+    from chatmem.repository import AsyncServerInfo, ServerInfo
+    from chatmem_repositories.cassandra import (
+        AsyncCassandraChatMemoryRepository,
+        CassandraChatMemoryRepository,
+    )
+    from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
+
+    for sync_cls, async_cls, system in (
+        (CassandraChatMemoryRepository, AsyncCassandraChatMemoryRepository, "cassandra"),
+        (Neo4jChatMemoryRepository, AsyncNeo4jChatMemoryRepository, "neo4j"),
+    ):
+        assert sync_cls.db_system == async_cls.db_system == system
+        # Protocols with attributes check instances, and an instance needs no connection.
+        sync_repository = sync_cls.from_url(
+            "cassandra://127.0.0.1:1/ks" if system == "cassandra" else "bolt://127.0.0.1:1"
+        )
+        async_repository = async_cls.from_url(
+            "cassandra://127.0.0.1:1/ks" if system == "cassandra" else "bolt://127.0.0.1:1"
+        )
+        assert isinstance(sync_repository, ServerInfo)
+        assert isinstance(async_repository, AsyncServerInfo)
+        assert asyncio.iscoroutinefunction(async_cls.server_version)
+        sync_repository.close()
+        asyncio.run(async_repository.aclose())

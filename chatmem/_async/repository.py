@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem.messages import Message, MessageType
 
-__all__ = ["AsyncChatMemoryLog", "AsyncChatMemoryRepository", "AsyncWindowReader"]
+__all__ = [
+    "AsyncChatMemoryLog",
+    "AsyncChatMemoryRepository",
+    "AsyncServerInfo",
+    "AsyncWindowReader",
+]
 
 
 @runtime_checkable
@@ -194,4 +199,20 @@ class AsyncWindowReader(Protocol):
             conversation_id: The conversation.
             limit: How many non-system messages at most, returned oldest first.
         """
+        ...
+
+
+@runtime_checkable
+class AsyncServerInfo(Protocol):
+    """Optional: say which store a repository talks to, for diagnostics and telemetry.
+
+    Every built-in backend implements it; ``chatmem doctor`` shows the version, and
+    telemetry records ``db_system`` as ``db.system.name``.
+    """
+
+    db_system: ClassVar[str]
+    """The OpenTelemetry ``db.system.name`` of the store, such as ``"cassandra"``."""
+
+    async def server_version(self) -> str:
+        """Return the server's product and version, such as ``"Apache Cassandra 5.0.2"``."""
         ...

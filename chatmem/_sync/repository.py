@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem.messages import Message, MessageType
 
-__all__ = ["ChatMemoryLog", "ChatMemoryRepository", "WindowReader"]
+__all__ = [
+    "ChatMemoryLog",
+    "ChatMemoryRepository",
+    "ServerInfo",
+    "WindowReader",
+]
 
 
 @runtime_checkable
@@ -192,4 +197,20 @@ class WindowReader(Protocol):
             conversation_id: The conversation.
             limit: How many non-system messages at most, returned oldest first.
         """
+        ...
+
+
+@runtime_checkable
+class ServerInfo(Protocol):
+    """Optional: say which store a repository talks to, for diagnostics and telemetry.
+
+    Every built-in backend implements it; ``chatmem doctor`` shows the version, and
+    telemetry records ``db_system`` as ``db.system.name``.
+    """
+
+    db_system: ClassVar[str]
+    """The OpenTelemetry ``db.system.name`` of the store, such as ``"cassandra"``."""
+
+    def server_version(self) -> str:
+        """Return the server's product and version, such as ``"Apache Cassandra 5.0.2"``."""
         ...
