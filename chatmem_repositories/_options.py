@@ -26,7 +26,7 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError
 
-from chatmem._urls import redact_url
+from chatmem.backend import redact_url
 from chatmem.exceptions import ConfigurationError
 
 __all__ = [

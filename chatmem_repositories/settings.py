@@ -37,7 +37,7 @@ from chatmem import (
     TokenEstimator,
     TokenWindowChatMemory,
 )
-from chatmem._urls import MASK, is_secret_option
+from chatmem.backend import MASK, is_secret_option
 from chatmem_repositories._options import Duration, redact_url
 from chatmem_repositories._registry import create_async_repository, create_repository
 

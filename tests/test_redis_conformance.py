@@ -10,7 +10,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from chatmem._records import Position
+from chatmem.backend import Position
 from chatmem.testing import (
     AsyncHistoryCheckerConformance,
     AsyncRepositoryConformance,

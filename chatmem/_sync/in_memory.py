@@ -5,18 +5,23 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Collection, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
 from typing import ClassVar
 
-from chatmem._concurrency import Lock
-from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._repository_support import (
+from chatmem._version import __version__
+from chatmem.backend import (
+    Clock,
+    ConversationPage,
+    Lock,
+    Position,
+    StoredMessage,
+    check_clock,
     check_limit,
+    conversation_page,
     matches_history_filters,
     normalize_ttl,
 )
-from chatmem._version import __version__
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.messages import Message, MessageType, SystemMessage
 
@@ -51,10 +56,6 @@ class _Conversation:
         return stored
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _position_key(stored: StoredMessage) -> Position:
     return stored.position
 
@@ -86,10 +87,10 @@ class InMemoryChatMemoryRepository:
         self,
         *,
         ttl: timedelta | float | None = None,
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._ttl = normalize_ttl(ttl)
-        self._clock = clock or _utc_now
+        self._clock = check_clock(clock)
         self._conversations: dict[str, _Conversation] = {}
         self._lock = Lock()
 
@@ -222,9 +223,7 @@ class InMemoryChatMemoryRepository:
                 and (owner is None or c.owner == owner)
                 and (cursor is None or cid > cursor)
             )
-        page = ids[:limit]
-        more = len(ids) > limit
-        return ConversationPage(page, page[-1] if more and page else None)
+        return conversation_page(ids, limit)
 
     def find_history(
         self,

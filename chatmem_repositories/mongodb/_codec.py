@@ -60,7 +60,7 @@ from typing import Any
 
 from bson import ObjectId
 
-from chatmem._records import Position, StoredMessage
+from chatmem.backend import Position, StoredMessage
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem.messages import Message, MessageType, decode_message, encode_message, searchable_text
 
@@ -79,22 +79,10 @@ __all__ = [
     "regex_literal",
     "stored_from_document",
     "to_micros",
-    "unique_messages",
     "whole_batches",
 ]
 
 _NUL_STAND_IN = "\ufffd"  # FerretDB rejects NUL inside strings; only the search copy needs it
-
-
-def unique_messages(messages: Sequence[Message]) -> list[Message]:
-    """Drop repeats of a message id within one batch, keeping the first."""
-    seen: set[str] = set()
-    unique = []
-    for message in messages:
-        if message.id not in seen:
-            seen.add(message.id)
-            unique.append(message)
-    return unique
 
 
 def to_micros(moment: datetime) -> int:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pymongo import uri_parser
 from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 
-from chatmem._urls import scrub
+from chatmem.backend import scrub
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from chatmem._records import Position, StoredMessage
+from chatmem.backend import Position, StoredMessage
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, decode_message, encode_message, searchable_text
 

@@ -10,13 +10,13 @@ runs a conditional delete as a read followed by a delete by ``_id``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
+from chatmem.backend import Clock, check_clock
 from chatmem.conversation_ids import owner_of
 
 from .._codec import dead, is_expired, live
@@ -27,10 +27,6 @@ __all__ = ["AsyncExpiry"]
 
 _RESTORE_ATTEMPTS = 100
 _PURGE_BATCH = 200
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class AsyncExpiry:
@@ -55,13 +51,13 @@ class AsyncExpiry:
         messages: AsyncCollection,
         conversations: AsyncCollection,
         ttl: timedelta | None,
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._messages = messages
         self._conversations = conversations
         self.ttl = ttl
         """The time to live, or ``None``."""
-        self.now: Callable[[], datetime] = clock or _utc_now
+        self.now: Clock = check_clock(clock)
         """The clock: the current time, an aware UTC datetime."""
         self.native_ttl = False
         """Whether the server removes expired conversation documents itself (TTL index)."""

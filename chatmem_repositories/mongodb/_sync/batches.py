@@ -20,8 +20,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from chatmem._concurrency import Lock
-from chatmem._records import StoredMessage
+from chatmem.backend import Lock, StoredMessage, unique_by_id
 from chatmem.conversation_ids import owner_of
 from chatmem.exceptions import RepositoryError
 from chatmem.messages import Message
@@ -30,7 +29,6 @@ from .._codec import (
     batch_documents,
     is_dead,
     partial_batches,
-    unique_messages,
     whole_batches,
 )
 from .._drivers import Collection, Document
@@ -270,7 +268,7 @@ class Batches:
         self, conversation_id: str, messages: Sequence[Message], *, replace: bool
     ) -> list[StoredMessage]:
         """Append a batch (with ``replace``, in place of everything); returns what it stored."""
-        batch = unique_messages(messages)
+        batch = unique_by_id(messages)
         # Writers in this process take turns per conversation so they do not race for the
         # same positions. Only an optimisation: the unique indexes are what keep writers
         # apart (other processes, or a lost bookkeeping race here), so it needs no guard.

@@ -7,15 +7,22 @@ from __future__ import annotations
 import math
 import warnings
 from collections import abc
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from pymongo import ASCENDING, IndexModel
 
-from chatmem._concurrency import Lock
-from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._repository_support import check_limit, normalize_ttl
+from chatmem.backend import (
+    Clock,
+    ConversationPage,
+    Lock,
+    Position,
+    StoredMessage,
+    check_limit,
+    conversation_page,
+    normalize_ttl,
+)
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
@@ -89,7 +96,7 @@ class MongoChatMemoryRepository:
         collection_prefix: str = "chatmem_",
         ttl: timedelta | float | None = None,
         initialize_schema: InitializeSchema = "always",
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
         create_indexes: bool | None = None,
     ) -> None:
         if create_indexes is not None:
@@ -327,9 +334,7 @@ class MongoChatMemoryRepository:
             documents = self._conversations.find(
                 query, projection={"_id": 1}, sort=[("_id", ASCENDING)], limit=limit + 1
             ).to_list(None)
-        ids = [str(d["_id"]) for d in documents]
-        page = ids[:limit]
-        return ConversationPage(page, page[-1] if len(ids) > limit else None)
+        return conversation_page([str(d["_id"]) for d in documents], limit)
 
     def find_history(
         self,

@@ -11,10 +11,17 @@ from typing import Any, ClassVar, TypeVar
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import RedisError
 
-from chatmem._concurrency import sleep
-from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._repository_support import check_limit, matches_history_filters, normalize_ttl
-from chatmem._urls import scrub
+from chatmem.backend import (
+    ConversationPage,
+    Position,
+    StoredMessage,
+    check_limit,
+    conversation_page,
+    matches_history_filters,
+    normalize_ttl,
+    scrub,
+    sleep,
+)
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, decode_message
@@ -314,10 +321,7 @@ class RedisChatMemoryRepository:
         check_limit(limit)
         index = self._keys.conversations if owner is None else self._keys.owner(owner)
         reply = self._index("page", index, cursor, limit)
-        ids = [_text(member) for member in reply]
-        page = ids[:limit]
-        more = len(ids) > limit
-        return ConversationPage(page, page[-1] if more and page else None)
+        return conversation_page([_text(member) for member in reply], limit)
 
     def find_history(
         self,
