@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import event, update
 from sqlalchemy.engine import ExceptionContext
 
-from chatmem._records import Position
+from chatmem.backend import Position
 from chatmem.testing import (
     AsyncHistoryCheckerConformance,
     AsyncRepositoryConformance,
@@ -69,6 +69,8 @@ def _corrupt_statement(repository: Any, conversation_id: str, position: Position
 
 
 class TestSqlAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+    supports_clock = True  # expiry is decided on the client, with the repository's clock
+
     @pytest.fixture
     def repository_factory(
         self, sql_url: str
@@ -90,6 +92,8 @@ class TestSqlAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
 
 
 class TestSqlSync(RepositoryConformance, HistoryCheckerConformance):
+    supports_clock = True
+
     @pytest.fixture
     def repository_factory(self, sql_url: str) -> Callable[..., SqlChatMemoryRepository]:
         def factory(**options: Any) -> SqlChatMemoryRepository:

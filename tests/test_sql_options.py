@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,24 +13,14 @@ from sqlalchemy import text
 
 from chatmem import SystemMessage, UserMessage
 from chatmem.exceptions import ConfigurationError, RepositoryError
+from chatmem.testing import ManualClock
 from chatmem_repositories import create_repository
 from chatmem_repositories.sql import AsyncSqlChatMemoryRepository, SqlChatMemoryRepository
 from tests.conftest import server_url
 
-PREFIX = "chatmem_test_"
-
-
-class Clock:
-    """A clock the test moves by hand (aware UTC)."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2030, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+# A clock far ahead purges whatever expires before it: tables of their own keep the purges
+# of these tests away from conversations of tests running beside them.
+PREFIX = "chatmem_clock_"
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
@@ -157,12 +146,12 @@ async def test_server_version_async(url: str) -> None:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-def timed(url: str, clock: Clock) -> Iterator[SqlChatMemoryRepository]:
+def timed(url: str, clock: ManualClock) -> Iterator[SqlChatMemoryRepository]:
     repository = SqlChatMemoryRepository.from_url(
         url, table_prefix=PREFIX, initialize_schema="always", ttl=60, clock=clock
     )
@@ -173,7 +162,7 @@ def timed(url: str, clock: Clock) -> Iterator[SqlChatMemoryRepository]:
 
 
 def test_expiry_follows_the_clock_not_the_wall(
-    timed: SqlChatMemoryRepository, clock: Clock
+    timed: SqlChatMemoryRepository, clock: ManualClock
 ) -> None:
     cid = f"clock-{uuid.uuid4()}"
     message = UserMessage("old")
@@ -195,7 +184,7 @@ def test_expiry_follows_the_clock_not_the_wall(
     assert cid not in timed.find_conversation_ids()
 
 
-async def test_async_expiry_follows_the_clock(url: str, clock: Clock) -> None:
+async def test_async_expiry_follows_the_clock(url: str, clock: ManualClock) -> None:
     options: dict[str, Any] = {"table_prefix": PREFIX, "initialize_schema": "always"}
     repository = AsyncSqlChatMemoryRepository.from_url(url, ttl=60, clock=clock, **options)
     try:

@@ -239,27 +239,6 @@ def test_reappended_system_message_keeps_the_newest_current(
     assert system.message.text == "second"  # type: ignore[union-attr]
 
 
-def test_expired_conversation_is_purged_and_can_start_again(url: str, cid: str) -> None:
-    with SqlChatMemoryRepository.from_url(
-        url, table_prefix=PREFIX, initialize_schema="always", ttl=0.5
-    ) as repository:
-        message = UserMessage("old")
-        repository.append(cid, [SystemMessage("s"), message])
-        time.sleep(1.2)
-        assert repository.find_system_message(cid) is None
-        # Re-appending the same message id after expiry stores it again, in a fresh life.
-        assert len(repository.append(cid, [message])) == 1
-        assert repository.find_by_conversation_id(cid) == [message]
-        assert repository.find_system_message(cid) is None
-        other = f"{cid}-other"
-        repository.append(other, [UserMessage("x")])
-        time.sleep(1.2)
-        assert repository.purge_expired() >= 2
-        assert repository.find_conversation_ids() == [] or cid not in (
-            repository.find_conversation_ids()
-        )
-
-
 # -- lock scope --------------------------------------------------------------------------------
 
 # The writes of one conversation, each paused inside its transaction right after it deleted
@@ -477,7 +456,7 @@ def test_generic_reservation_path_used_by_sql_server_and_oracle(
         for i in range(20):
             repository.append(fresh, [UserMessage(f"{w}:{i}")])
 
-    from chatmem._concurrency import run_all
+    from chatmem.backend import run_all
 
     run_all([lambda w=w: writer(w) for w in range(8)])  # type: ignore[misc]
     texts = [m.text for m in repository.find_by_conversation_id(fresh)]  # type: ignore[union-attr]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chatmem._records import Position, StoredMessage
+from chatmem.backend import Position, StoredMessage
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import (
     Message,

@@ -19,7 +19,7 @@ from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.ext.asyncio import create_async_engine as async_create_engine
 
-from chatmem._urls import redact_url, scrub
+from chatmem.backend import redact_url, scrub
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._deadline import Deadline, arm_socket
 from chatmem_repositories.sql._errors import StatementTimeoutError

@@ -24,7 +24,7 @@ from sqlalchemy import (
     union_all,
 )
 
-from chatmem._repository_support import escape_like
+from chatmem.backend import escape_like
 from chatmem.messages import MessageType
 from chatmem_repositories.sql._schema import Tables
 

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import Delete, literal, select
 from sqlalchemy.engine import Dialect
 
-from chatmem._records import StoredMessage
+from chatmem.backend import StoredMessage
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, chunks, stored_in, to_stored
 from chatmem_repositories.sql._plans.steps import (
     Body,

@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from chatmem._records import StoredMessage
+from chatmem.backend import StoredMessage
 from chatmem.conversation_ids import owner_of
 from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, stored_in
 from chatmem_repositories.sql._plans.returning import ReturningPlan

@@ -2,68 +2,46 @@
 # Source: chatmem_repositories/sql/_async/repository.py
 """The SQL repository on SQLAlchemy Core: SQLite, PostgreSQL, MySQL/MariaDB and more.
 
-The repository does the I/O only: it validates arguments, runs the programs of its
-dialect's plan (:mod:`chatmem_repositories.sql._plans`) on its engine, retries what may be
-retried and maps driver errors. Every SQL decision is in the plan.
+The repository checks arguments and has its dialect's plan
+(:mod:`chatmem_repositories.sql._plans`) write each operation as a program, which its runner
+executes on the engine (:mod:`~chatmem_repositories.sql._sync.runner`). Every SQL decision
+is in the plan; all the I/O is in the runner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypeVar
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Literal
 
-from sqlalchemy import Executable
-from sqlalchemy import exc as sa_exc
-
-from chatmem._concurrency import Lock, api
-from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._repository_support import check_limit, normalize_ttl
+from chatmem.backend import (
+    Clock,
+    ConversationPage,
+    Position,
+    StoredMessage,
+    api,
+    check_clock,
+    check_limit,
+    conversation_page,
+    normalize_ttl,
+)
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem_repositories._options import redact_url
 from chatmem_repositories.sql._codec import Batch, as_position, to_stored
 from chatmem_repositories.sql._drivers import (
-    Connection,
     Engine,
-    create_all,
     create_engine,
     engine_arguments,
     prepare_owned_engine,
 )
-from chatmem_repositories.sql._errors import is_retryable, map_error
 from chatmem_repositories.sql._options import SqlOptions, parse_sql_url
 from chatmem_repositories.sql._plans import plan_for
-from chatmem_repositories.sql._plans.steps import (
-    Body,
-    InsertOrConflict,
-    Program,
-    Reply,
-    Send,
-    Transaction,
-)
 from chatmem_repositories.sql._schema import build_tables, schema_ddl
+from chatmem_repositories.sql._sync.runner import Runner
 
 __all__ = ["SqlChatMemoryRepository"]
-
-T = TypeVar("T")
-
-_ATTEMPTS = 5  # a transaction that hit a deadlock or serialization failure runs again
-_ERRORS = (sa_exc.SQLAlchemyError, OSError)
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _should_retry(exc: BaseException, attempt: int) -> bool:
-    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
-        # A pooled connection the server dropped (restart, idle timeout): the pool is now
-        # invalidated, so one more try reconnects. Every operation is safe to repeat
-        # (appends are idempotent by message id). Cheaper than pinging on every checkout.
-        return attempt < 2
-    return attempt < _ATTEMPTS and is_retryable(exc)
 
 
 class SqlChatMemoryRepository:
@@ -100,31 +78,27 @@ class SqlChatMemoryRepository:
         ttl: timedelta | float | None = None,
         table_prefix: str = "chatmem_",
         initialize_schema: Literal["embedded", "always", "never"] = "embedded",
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         options = SqlOptions(table_prefix=table_prefix, initialize_schema=initialize_schema)
         self._engine = engine
-        # Reads (and PostgreSQL's one-statement append) are single statements: autocommit
-        # spares the BEGIN/COMMIT round trips.
-        self._autocommit_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._owns_engine = False
         self._ttl = normalize_ttl(ttl)
-        self._now = clock or _utc_now
+        self._now = check_clock(clock)
         self._backend = engine.dialect.name
         self._tables = build_tables(options.table_prefix, self._backend)
         self._plan = plan_for(self._tables, engine.dialect)
-        self._create_schema = options.initialize_schema == "always" or (
+        create = options.initialize_schema == "always" or (
             options.initialize_schema == "embedded" and self._backend == "sqlite"
         )
-        self._ready = not self._create_schema
-        self._schema_lock = Lock()
+        self._runner = Runner(engine, self._tables.metadata, create_schema=create)
 
     @classmethod
     def from_url(
         cls,
         url: str,
         *,
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
         driver_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> SqlChatMemoryRepository:
@@ -213,109 +187,13 @@ class SqlChatMemoryRepository:
         Raises:
             RepositoryError: If the server cannot be reached (a subclass says why).
         """
-        return self._perform(self._plan.server_version(), schema=False)
+        return self._runner.perform(self._plan.server_version(), schema=False)
 
     def __repr__(self) -> str:
         # SQLAlchemy hides the user-info password only; libpq also takes ?password=.
         url = redact_url(self._engine.url.render_as_string(hide_password=True))
         prefix = self._tables.conversations.name.removesuffix("conversations")
         return f"{type(self).__name__}(url={url!r}, table_prefix={prefix!r})"
-
-    # -- running a plan's programs ---------------------------------------------------------
-
-    def _ensure_schema(self) -> None:
-        if self._ready:
-            return
-        with self._schema_lock:
-            if self._ready:
-                return
-            try:
-                with self._engine.begin() as connection:
-                    create_all(connection, self._tables.metadata)
-            except _ERRORS as exc:
-                raise map_error(exc, self._backend) from exc
-            self._ready = True
-
-    def _perform(self, program: Program[T], *, schema: bool = True) -> T:
-        """Run a plan's program: each step on the engine, its answer sent back."""
-        if schema:
-            self._ensure_schema()
-        answer: Any = None
-        while True:
-            try:
-                step = program.send(answer)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            if isinstance(step, Transaction):
-                answer = self._transaction(step.body)
-            else:
-                write = isinstance(step, Send)
-                answer = self._autocommit(step.statement, step.params, write=write)
-
-    def _read(self, statement: Executable) -> list[Any]:
-        self._ensure_schema()
-        return self._autocommit(statement, None, write=False)
-
-    def _autocommit(
-        self, statement: Executable, params: Mapping[str, Any] | None, *, write: bool
-    ) -> list[Any]:
-        """Run one statement in autocommit; return its rows."""
-        attempt = 0
-        # A write statement whose connection broke after it was sent may have committed
-        # (autocommit); that stays true even if a later attempt fails to connect.
-        maybe_applied = False
-        while True:
-            attempt += 1
-            sent = False
-            try:
-                with self._autocommit_engine.connect() as connection:
-                    sent = write
-                    result = connection.execute(statement, params)
-                    return list(result.all())
-            except _ERRORS as exc:
-                maybe_applied = maybe_applied or sent
-                if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
-
-    def _transaction(self, body: Callable[[], Body[T]]) -> T:
-        """Run a transaction's body, again from the start on a retryable failure."""
-        attempt = 0
-        # Only a failure while committing leaves the outcome unknown: before the COMMIT is
-        # sent, a broken connection makes the server roll the transaction back.
-        maybe_applied = False
-        while True:
-            attempt += 1
-            committing = False
-            try:
-                with self._engine.begin() as connection:
-                    result = self._run_body(connection, body())
-                    committing = True
-                return result
-            except _ERRORS as exc:
-                maybe_applied = maybe_applied or committing
-                if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
-
-    def _run_body(self, connection: Connection, body: Body[T]) -> T:
-        answer: Any = None
-        while True:
-            try:
-                step = body.send(answer)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            if isinstance(step, InsertOrConflict):
-                try:
-                    with connection.begin_nested():
-                        connection.execute(step.statement)
-                    answer = True
-                except sa_exc.IntegrityError:
-                    answer = False
-            else:
-                executed = connection.execute(step.statement)
-                rows = list(executed.all()) if executed.returns_rows else []
-                answer = Reply(rows, executed.rowcount)
 
     def _expiry(self, now: datetime) -> datetime | None:
         return None if self._ttl is None else now + self._ttl
@@ -324,25 +202,25 @@ class SqlChatMemoryRepository:
 
     def find_conversation_ids(self) -> list[str]:
         """Return the ids of all live conversations."""
-        rows = self._read(self._plan.reads.conversation_ids(self._now()))
+        rows = self._runner.read(self._plan.reads.conversation_ids(self._now()))
         return [row[0] for row in rows]
 
     def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
         """Return a conversation's whole history in order, or ``[]``."""
         validate_conversation_id(conversation_id)
-        rows = self._read(self._plan.reads.everything(conversation_id, self._now()))
+        rows = self._runner.read(self._plan.reads.everything(conversation_id, self._now()))
         return [to_stored(row, conversation_id).message for row in rows]
 
     def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages in one transaction; positions keep increasing."""
         validate_conversation_id(conversation_id)
         batch, now = Batch(messages), self._now()
-        self._perform(self._plan.save_all(conversation_id, batch, now, self._expiry(now)))
+        self._runner.perform(self._plan.save_all(conversation_id, batch, now, self._expiry(now)))
 
     def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation and its messages; unknown ids are ignored."""
         validate_conversation_id(conversation_id)
-        self._perform(self._plan.delete(conversation_id))
+        self._runner.perform(self._plan.delete(conversation_id))
 
     # -- log capabilities -----------------------------------------------------------------------
 
@@ -353,7 +231,9 @@ class SqlChatMemoryRepository:
         if not len(batch):
             return []
         now = self._now()
-        return self._perform(self._plan.append(conversation_id, batch, now, self._expiry(now)))
+        return self._runner.perform(
+            self._plan.append(conversation_id, batch, now, self._expiry(now))
+        )
 
     def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
@@ -365,7 +245,7 @@ class SqlChatMemoryRepository:
         if limit == 0:
             return []
         statement = self._plan.reads.window(conversation_id, limit, end, self._now())
-        rows = self._read(statement)
+        rows = self._runner.read(statement)
         return [to_stored(row, conversation_id) for row in reversed(rows)]
 
     def find_window(
@@ -376,12 +256,12 @@ class SqlChatMemoryRepository:
         validate_conversation_id(conversation_id)
         if limit == 0:
             return self.find_system_message(conversation_id), []
-        return self._perform(self._plan.window(conversation_id, limit, self._now()))
+        return self._runner.perform(self._plan.window(conversation_id, limit, self._now()))
 
     def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the current system message through the conversation's reference."""
         validate_conversation_id(conversation_id)
-        rows = self._read(self._plan.reads.system(conversation_id, self._now()))
+        rows = self._runner.read(self._plan.reads.system(conversation_id, self._now()))
         return to_stored(rows[0], conversation_id) if rows else None
 
     def find_latest(self, conversation_id: str, message_type: MessageType) -> StoredMessage | None:
@@ -390,7 +270,7 @@ class SqlChatMemoryRepository:
         if message_type == MessageType.SYSTEM:
             return self.find_system_message(conversation_id)
         statement = self._plan.reads.latest(conversation_id, message_type, self._now())
-        rows = self._read(statement)
+        rows = self._runner.read(statement)
         return to_stored(rows[0], conversation_id) if rows else None
 
     def list_conversations(
@@ -399,9 +279,7 @@ class SqlChatMemoryRepository:
         """Return a page of live conversation ids in id order, optionally of one owner."""
         check_limit(limit)
         statement = self._plan.reads.page(self._now(), owner=owner, cursor=cursor, limit=limit)
-        ids = [row[0] for row in self._read(statement)]
-        page = ids[:limit]
-        return ConversationPage(page, page[-1] if len(ids) > limit and page else None)
+        return conversation_page([row[0] for row in self._runner.read(statement)], limit)
 
     def find_history(
         self,
@@ -427,13 +305,13 @@ class SqlChatMemoryRepository:
             after=None if after is None else as_position(after),
             limit=limit,
         )
-        return [to_stored(row, conversation_id) for row in self._read(statement)]
+        return [to_stored(row, conversation_id) for row in self._runner.read(statement)]
 
     def delete_before(self, conversation_id: str, position: Position) -> int:
         """Delete non-system messages positioned before ``position``; return how many."""
         validate_conversation_id(conversation_id)
         end = as_position(position)
-        return self._perform(self._plan.delete_before(conversation_id, end, self._now()))
+        return self._runner.perform(self._plan.delete_before(conversation_id, end, self._now()))
 
     def purge_expired(self) -> int:
         """Delete expired conversations; return how many were deleted.
@@ -441,7 +319,7 @@ class SqlChatMemoryRepository:
         In batches of 500 per transaction; on MySQL/MariaDB one conversation per
         transaction, in the lock order of every other write.
         """
-        return self._perform(self._plan.purge(self._now()))
+        return self._runner.perform(self._plan.purge(self._now()))
 
     def close(self) -> None:
         """Dispose of the engine if this repository created it."""
