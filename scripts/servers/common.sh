@@ -67,9 +67,10 @@ lock_file() {
 # only every second or two and kill -0 succeeds on a zombie, so stop_pidfile alone would
 # wait ~2 s for a server that has already exited.
 alive() {
-  local st
-  st=$(ps -o stat=,comm= -p "$1" 2>/dev/null) || return 1
-  [[ $st != Z* && $st == *"$2"* ]]
+  local stat comm
+  read -r stat comm < <(ps -o stat=,comm= -p "$1" 2>/dev/null) || return 1
+  # The whole name: a pid reused by "not-postgres" is not our postgres.
+  [[ $stat != Z* && $comm == "$2" ]]
 }
 
 # stop_server NAME PIDFILE COMM SIGNAL GRACE_SECONDS: send SIGNAL to the server (COMM is its
