@@ -300,7 +300,7 @@ def test_ferretdb_keeps_every_acknowledged_append(server: PrivateServer) -> None
 def test_redis_with_fsynced_aof_keeps_every_acknowledged_append(server: PrivateServer) -> None:
     # Not the test server's configuration (no persistence at all): appendonly yes with
     # appendfsync always, the strictest production setting.
-    crash_and_recover(server, {"socket_timeout": 3, "socket_connect_timeout": 3})
+    crash_and_recover(server, {"read_timeout": 3, "connect_timeout": 3})
 
 
 @pytest.mark.slow
