@@ -15,6 +15,7 @@ Example:
 """
 
 from chatmem._version import __version__
+from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, HIGHEST_PRECEDENCE, LOWEST_PRECEDENCE
 from chatmem.client import (
     AdvisorChain,
     AdvisorParams,
@@ -107,6 +108,9 @@ from chatmem.tools import Tool, ToolExecutionError, ToolIterationLimitError, too
 
 __all__ = [
     "CONVERSATION_ID",
+    "DEFAULT_CHAT_MEMORY_ORDER",
+    "HIGHEST_PRECEDENCE",
+    "LOWEST_PRECEDENCE",
     "MAX_CONVERSATION_ID_LENGTH",
     "AdvisorChain",
     "AdvisorError",

@@ -178,6 +178,32 @@ class ChatResponse:
         """The first generation's finish reason."""
         return self.generations[0].finish_reason if self.generations else None
 
+    def with_text(self, text: str) -> ChatResponse:
+        """Return a copy whose answer (the first generation) has other text.
+
+        The answer keeps its id, tool calls and metadata. The same message in
+        :attr:`exchange` (the final answer) changes too, so a memory advisor that stores the
+        exchange after this one stores the new text.
+
+        Args:
+            text: The new answer text.
+
+        Example:
+            ```python
+            from chatmem import AssistantMessage, ChatResponse, Generation
+
+            response = ChatResponse([Generation(AssistantMessage("Hello, Mr Bond."))])
+            assert response.with_text("Good evening, 007.").text == "Good evening, 007."
+            ```
+        """
+        if not self.generations:
+            return dataclasses.replace(self, generations=[Generation(AssistantMessage(text))])
+        first = self.generations[0]
+        message = first.message.model_copy(update={"text": text})
+        exchange = [message if m.id == first.message.id else m for m in self.exchange]
+        generations = [dataclasses.replace(first, message=message), *self.generations[1:]]
+        return dataclasses.replace(self, generations=generations, exchange=exchange)
+
 
 def aggregate_chunks(chunks: Iterable[ChatResponse]) -> ChatResponse:
     """Fold streamed chunks into one response.
