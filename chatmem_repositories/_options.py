@@ -17,6 +17,7 @@ new one.
 from __future__ import annotations
 
 import difflib
+import sys
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -138,24 +139,54 @@ def _unknown_option(
     )
 
 
-def _rename(merged: dict[str, Any], renamed: Mapping[str, Renamed], backend: str) -> dict[str, Any]:
-    out = dict(merged)
+_OWN_PACKAGES = frozenset({"chatmem", "chatmem_repositories"})
+
+
+def _caller_outside_chatmem() -> int:
+    """The ``stacklevel`` of the first caller outside chatmem, for the warning's location.
+
+    How deep the option parsing runs differs per backend and per entry point
+    (``create_repository``, ``from_url``, the settings), so no fixed level would name the
+    user's line.
+    """
+    frame = sys._getframe(1)  # the function that calls warnings.warn: stacklevel 1
+    level = 1
+    while frame.f_back is not None and (
+        str(frame.f_globals.get("__name__", "")).partition(".")[0] in _OWN_PACKAGES
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _rename(
+    url_ours: dict[str, Any],
+    keyword_ours: dict[str, Any],
+    renamed: Mapping[str, Renamed],
+    backend: str,
+) -> dict[str, Any]:
+    """Merge URL and keyword options (keywords win), old names turned into new ones."""
+    given = {**url_ours, **keyword_ours}
     for old, rule in renamed.items():
-        if old not in out:
-            continue
-        if rule.new in out:
+        if old in given and rule.new in given:
             raise ConfigurationError(
                 f"options {old!r} and {rule.new!r} of the {backend} repository are the same "
                 f"option; give only {rule.new!r}"
             )
-        warnings.warn(
-            f"option {old!r} of the {backend} repository is deprecated; use {rule.new!r}",
-            DeprecationWarning,
-            stacklevel=4,
-        )
-        value = out.pop(old)
-        out[rule.new] = value if rule.convert is None else rule.convert(value)
-    return out
+    merged: dict[str, Any] = {}
+    for source in (url_ours, keyword_ours):
+        for name, value in source.items():
+            found = renamed.get(name)
+            if found is None:
+                merged[name] = value
+                continue
+            warnings.warn(
+                f"option {name!r} of the {backend} repository is deprecated; use {found.new!r}",
+                DeprecationWarning,
+                stacklevel=_caller_outside_chatmem(),
+            )
+            merged[found.new] = value if found.convert is None else found.convert(value)
+    return merged
 
 
 def _split_keywords(
@@ -275,7 +306,7 @@ def parse_url_options(
         is_driver,
         lambda n: _unknown_option(n, model, driver_parameters, backend),
     )
-    merged = {**_rename(url_ours, renamed, backend), **_rename(keyword_ours, renamed, backend)}
+    merged = _rename(url_ours, keyword_ours, renamed, backend)
     options = parse_options(model, {}, merged, backend=backend)
     base = urlunsplit(parts._replace(query="&".join(kept)))
     return ParsedUrl(base, options, driver_options, url_theirs)
