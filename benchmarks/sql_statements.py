@@ -58,8 +58,14 @@ def main() -> None:
         steps = {
             "memory read (MessageWindowChatMemory.get)": lambda: memory.get(cid),
             "append one message (ChatMemory.add)": lambda: memory.add(cid, UserMessage("next")),
+            "append with a system message": lambda: repository.append(
+                cid, [SystemMessage("be briefer"), UserMessage("again")]
+            ),
         }
-        print(f"{redact_url(args.url)}, {args.history} messages stored")
+        print(
+            f"{redact_url(args.url)} ({repository.server_version()}, plan "
+            f"{type(repository._plan).__name__}), {args.history} messages stored"
+        )
         for name, step in steps.items():
             calls.clear()
             step()

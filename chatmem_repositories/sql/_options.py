@@ -87,7 +87,8 @@ DRIVER_PARAMETERS: Mapping[str, frozenset[str]] = {
     "mssql": frozenset(_MSSQL.split()),
     "oracle": frozenset(_ORACLE.split()),
 }
-"""URL query parameters passed to the driver unchanged, per dialect."""
+"""URL query parameters passed to the driver unchanged, by dialect name (``"postgresql"``,
+``"mysql"``, ``"mariadb"``, ``"sqlite"``, ``"mssql"``, ``"oracle"``)."""
 
 
 def _dialect_of(url: str) -> str:

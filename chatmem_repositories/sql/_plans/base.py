@@ -29,9 +29,9 @@ from chatmem_repositories.sql._plans.steps import (
     Query,
     Transaction,
 )
-from chatmem_repositories.sql._reads import Reads
 from chatmem_repositories.sql._schema import Tables
-from chatmem_repositories.sql._writes import Writes
+from chatmem_repositories.sql._statements.reads import Reads
+from chatmem_repositories.sql._statements.writes import Writes
 
 __all__ = ["Plan"]
 

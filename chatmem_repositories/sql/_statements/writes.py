@@ -27,8 +27,8 @@ from sqlalchemy import (
 
 from chatmem.conversation_ids import owner_of
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch
-from chatmem_repositories.sql._reads import expired
 from chatmem_repositories.sql._schema import Tables
+from chatmem_repositories.sql._statements.reads import expired
 
 __all__ = ["Writes"]
 
