@@ -143,7 +143,7 @@ def store_operation(
         collection: The collection name when the store reports none.
         attributes: More span attributes.
     """
-    if not ENABLED:
+    if not ENABLED or not _telemetry.active():
         yield None
         return
     name = collection_of(store, collection or "chat_memory")

@@ -28,6 +28,7 @@ from chatmem._client_request import (
 from chatmem._concurrency import async_api
 from chatmem._flavor import check_flavor
 from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import active as tracing_active
 from chatmem._telemetry import genai
 from chatmem._twins import async_closing
 from chatmem.advisor import ChatClientRequest, ChatClientResponse, PureAdvisor, order_advisors
@@ -83,7 +84,7 @@ class _AsyncModelTerminal:
         )
 
     async def _model_call(self, prompt: Prompt, request: ChatClientRequest) -> ChatResponse:
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return await self.model.call(prompt)
         call = genai.model_call(prompt, self.model, request.context.get(CONVERSATION_ID))
         with genai.running(call):
@@ -95,7 +96,7 @@ class _AsyncModelTerminal:
         self, prompt: Prompt, request: ChatClientRequest
     ) -> AsyncIterator[ChatResponse]:
         stream = self.model.stream(prompt)
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return stream
         call = genai.model_call(prompt, self.model, request.context.get(CONVERSATION_ID))
         return traced_stream(lambda: call.span, stream, call.finish_chunks, call.fail)
@@ -181,7 +182,7 @@ class AsyncCallResponseSpec:
         request, chain = self._client._prepare(self._state)
         if entity is not None:
             request = entity_format(request, entity)
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return await chain.next_call(request)
         with genai.activate(genai.chat_span(request, self._client.chat_model)) as span:
             response = await chain.next_call(request)
@@ -233,7 +234,7 @@ class AsyncStreamResponseSpec:
     def chat_client_response(self) -> AsyncIterator[ChatClientResponse]:
         """Stream the request; yield chunks with the request context."""
         request, chain = self._client._prepare(self._state)
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return chain.next_stream(request)
         model = self._client.chat_model
         return traced_stream(

@@ -19,6 +19,7 @@ from chatmem._concurrency import async_api
 from chatmem._flavor import check_flavor
 from chatmem._records import StoredMessage
 from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import active as tracing_active
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -133,7 +134,7 @@ class _AsyncWindowMemory:
         batch = _as_list(messages)
         if not batch:
             return
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             await self._add(conversation_id, batch)
             return
         with telemetry.activate(telemetry.memory_span("add", conversation_id)) as span:
@@ -161,7 +162,7 @@ class _AsyncWindowMemory:
             conversation_id: The conversation.
         """
         validate_conversation_id(conversation_id)
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return await self._get(conversation_id)
         with telemetry.activate(telemetry.memory_span("get", conversation_id)) as span:
             messages = await self._get(conversation_id)

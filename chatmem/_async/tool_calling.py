@@ -7,6 +7,7 @@ from typing import Any
 
 from chatmem import _telemetry as telemetry
 from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import active as tracing_active
 from chatmem._twins import async_run_tool
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import ToolCall, ToolResponse, ToolResponseMessage
@@ -31,7 +32,9 @@ async def execute_tool_calls(
     responses = []
     for call in calls:
         text = await (
-            _run_traced(call, tools, on_error) if TELEMETRY else _run_one(call, tools, on_error)
+            _run_traced(call, tools, on_error)
+            if TELEMETRY and tracing_active()
+            else _run_one(call, tools, on_error)
         )
         responses.append(ToolResponse(id=call.id, name=call.name, response_data=text))
     return ToolResponseMessage(responses=responses)

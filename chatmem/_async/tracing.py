@@ -7,6 +7,7 @@ never reach this module.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -16,7 +17,7 @@ from chatmem._async.repository import (
     AsyncWindowReader,
 )
 from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._telemetry import StreamEnd, async_step_in, mark_error, span_context
+from chatmem._telemetry import StreamEnd, active, async_step_in, mark_error, span_context
 from chatmem._telemetry.db import collection_of, db_span, db_system_of
 from chatmem._twins import async_closing
 from chatmem.messages import Message, MessageType
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncTracedRepository", "traced_stream"]
 
 T = TypeVar("T")
+_NO_SPAN = nullcontext()
 
 
 async def traced_stream(
@@ -92,6 +94,8 @@ class AsyncTracedRepository:
         self._collection = collection_of(inner)
 
     def _span(self, operation: str) -> Any:
+        if not active():
+            return _NO_SPAN
         return db_span(self._system, operation, self._collection)
 
     async def find_conversation_ids(self) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 from chatmem import _telemetry as telemetry
 from chatmem._sync.tracing import traced_stream
 from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import active as tracing_active
 from chatmem._twins import closing
 from chatmem.advisor import (
     ChatClientRequest,
@@ -141,7 +142,7 @@ class AdvisorChain:
         if self._index >= len(self._call):
             return self._terminal.call(request)
         advisor = self._call[self._index]
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return advisor.advise_call(request, self._rest())
         with telemetry.activate(telemetry.advisor_span(advisor)):
             return advisor.advise_call(request, self._rest())
@@ -155,7 +156,7 @@ class AdvisorChain:
         if self._index >= len(self._stream):
             return self._terminal.stream(request)
         advisor = self._stream[self._index]
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return advisor.advise_stream(request, self._rest())
         return traced_stream(
             lambda: telemetry.advisor_span(advisor), advisor.advise_stream(request, self._rest())

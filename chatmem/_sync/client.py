@@ -30,6 +30,7 @@ from chatmem._sync.model import ChatModel
 from chatmem._sync.tool_calling import execute_tool_calls
 from chatmem._sync.tracing import traced_stream
 from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import active as tracing_active
 from chatmem._telemetry import genai
 from chatmem._twins import closing
 from chatmem.advisor import ChatClientRequest, ChatClientResponse, PureAdvisor, order_advisors
@@ -83,7 +84,7 @@ class _AsyncModelTerminal:
         )
 
     def _model_call(self, prompt: Prompt, request: ChatClientRequest) -> ChatResponse:
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return self.model.call(prompt)
         call = genai.model_call(prompt, self.model, request.context.get(CONVERSATION_ID))
         with genai.running(call):
@@ -93,7 +94,7 @@ class _AsyncModelTerminal:
 
     def _model_stream(self, prompt: Prompt, request: ChatClientRequest) -> Iterator[ChatResponse]:
         stream = self.model.stream(prompt)
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return stream
         call = genai.model_call(prompt, self.model, request.context.get(CONVERSATION_ID))
         return traced_stream(lambda: call.span, stream, call.finish_chunks, call.fail)
@@ -179,7 +180,7 @@ class CallResponseSpec:
         request, chain = self._client._prepare(self._state)
         if entity is not None:
             request = entity_format(request, entity)
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return chain.next_call(request)
         with genai.activate(genai.chat_span(request, self._client.chat_model)) as span:
             response = chain.next_call(request)
@@ -231,7 +232,7 @@ class StreamResponseSpec:
     def chat_client_response(self) -> Iterator[ChatClientResponse]:
         """Stream the request; yield chunks with the request context."""
         request, chain = self._client._prepare(self._state)
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return chain.next_stream(request)
         model = self._client.chat_model
         return traced_stream(

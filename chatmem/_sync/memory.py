@@ -21,6 +21,7 @@ from chatmem._sync.repository import (
 )
 from chatmem._sync.tracing import TracedRepository
 from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import active as tracing_active
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -135,7 +136,7 @@ class _AsyncWindowMemory:
         batch = _as_list(messages)
         if not batch:
             return
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             self._add(conversation_id, batch)
             return
         with telemetry.activate(telemetry.memory_span("add", conversation_id)) as span:
@@ -163,7 +164,7 @@ class _AsyncWindowMemory:
             conversation_id: The conversation.
         """
         validate_conversation_id(conversation_id)
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return self._get(conversation_id)
         with telemetry.activate(telemetry.memory_span("get", conversation_id)) as span:
             messages = self._get(conversation_id)

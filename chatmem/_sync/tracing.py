@@ -9,6 +9,7 @@ never reach this module.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -18,7 +19,7 @@ from chatmem._sync.repository import (
     ChatMemoryRepository,
     WindowReader,
 )
-from chatmem._telemetry import StreamEnd, mark_error, span_context, step_in
+from chatmem._telemetry import StreamEnd, active, mark_error, span_context, step_in
 from chatmem._telemetry.db import collection_of, db_span, db_system_of
 from chatmem._twins import closing
 from chatmem.messages import Message, MessageType
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["TracedRepository", "traced_stream"]
 
 T = TypeVar("T")
+_NO_SPAN = nullcontext()
 
 
 def traced_stream(
@@ -94,6 +96,8 @@ class TracedRepository:
         self._collection = collection_of(inner)
 
     def _span(self, operation: str) -> Any:
+        if not active():
+            return _NO_SPAN
         return db_span(self._system, operation, self._collection)
 
     def find_conversation_ids(self) -> list[str]:

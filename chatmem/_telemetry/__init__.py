@@ -43,6 +43,7 @@ __all__ = [
     "STREAM_END",
     "StreamEnd",
     "activate",
+    "active",
     "advisor_span",
     "async_step_in",
     "configure",
@@ -74,11 +75,32 @@ def _env_capture() -> bool:
     return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in {"1", "true", "yes"}
 
 
+def _global_state() -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The API's module globals holding the global providers, or ``None`` if not found.
+
+    Reading them costs a dict lookup; ``get_tracer_provider()`` reads the environment on
+    every call while no provider is set (about 3 µs), too slow for every span.
+    """
+    try:
+        from opentelemetry.metrics import _internal as metrics_internal
+    except ImportError:
+        return None
+    trace_globals, metrics_globals = vars(_trace), vars(metrics_internal)
+    if "_TRACER_PROVIDER" not in trace_globals or "_METER_PROVIDER" not in metrics_globals:
+        return None
+    # A provider named by OTEL_PYTHON_TRACER_PROVIDER is only loaded by these getters.
+    _trace.get_tracer_provider()
+    _metrics.get_meter_provider()
+    return trace_globals, metrics_globals
+
+
 class _Settings:
     """The tracer, the instruments and the content switch in use (replaced by configure)."""
 
     def __init__(self) -> None:
         self.capture_content = _env_capture()
+        self.live = False
+        """Whether a provider is set, so spans and metrics go somewhere (never unset)."""
         self.tracer: Any = None
         self.token_usage: Histogram | None = None
         self.operation_duration: Histogram | None = None
@@ -89,6 +111,7 @@ class _Settings:
     ) -> None:
         # With no provider given, the API's global proxies are used: they delegate to
         # whatever provider the application sets later, so import order does not matter.
+        self.live = tracer_provider is not None or meter_provider is not None
         self.tracer = _trace.get_tracer("chatmem", __version__, tracer_provider)
         meter = _metrics.get_meter("chatmem", __version__, meter_provider)
         self.token_usage = meter.create_histogram(
@@ -113,8 +136,30 @@ class _Settings:
 
 settings = _Settings()
 """The live telemetry settings."""
+_GLOBALS = None
 if ENABLED:
     settings.install(None, None)
+    _GLOBALS = _global_state()
+
+
+def active() -> bool:
+    """Whether to instrument now: a tracer or meter provider is set (or configured).
+
+    With the API alone every span would be a no-op: skipping them altogether saves their
+    cost. Only called when :data:`ENABLED`.
+    """
+    if settings.live:
+        return True
+    if _GLOBALS is None:  # an API version keeping its providers elsewhere: always instrument
+        settings.live = True
+    else:
+        trace_globals, metrics_globals = _GLOBALS
+        # Global providers are set once and never unset, so a True answer is kept.
+        settings.live = (
+            trace_globals["_TRACER_PROVIDER"] is not None
+            or metrics_globals["_METER_PROVIDER"] is not None
+        )
+    return settings.live
 
 
 def configure(

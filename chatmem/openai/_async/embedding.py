@@ -8,6 +8,7 @@ import openai
 from openai.types import CreateEmbeddingResponse
 
 from chatmem._telemetry import ENABLED as TELEMETRY
+from chatmem._telemetry import active as tracing_active
 from chatmem._telemetry import genai
 from chatmem._urls import redact_url
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
@@ -109,7 +110,7 @@ class AsyncOpenAIEmbeddingModel(AsyncOpenAIClientOwner):
         return self._dimensions
 
     async def _request(self, batch: list[str]) -> list[list[float]]:
-        if not TELEMETRY:
+        if not TELEMETRY or not tracing_active():
             return _vectors(await self._create(batch), batch)
         call = genai.embedding_call(self, self.model, self.provider_name)
         with genai.running(call):
