@@ -7,6 +7,7 @@ property or map keys); values are always passed to the store as bound parameters
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,6 +27,7 @@ __all__ = [
     "check_search",
     "check_vector",
     "cosine_score",
+    "documents_from_rows",
     "normalize",
 ]
 
@@ -240,3 +242,22 @@ def check_search(top_k: int, score_threshold: float) -> None:
         raise ConfigurationError(f"top_k must be an int from 1 to {_MAX_TOP_K}, got {top_k!r}")
     if not isinstance(score_threshold, int | float) or not 0.0 <= score_threshold <= 1.0:
         raise ConfigurationError(f"score_threshold must be in [0, 1], got {score_threshold!r}")
+
+
+def documents_from_rows(rows: Sequence[Sequence[Any]]) -> list[VectorDocument]:
+    """Turn ``(id, text, metadata as JSON text, score)`` rows into scored documents.
+
+    The score is clamped to ``[0, 1]``: a store's float arithmetic may land just outside.
+
+    Args:
+        rows: Result rows of a store's search, best first.
+    """
+    return [
+        VectorDocument(
+            id=row[0],
+            text=row[1] or "",
+            metadata=json.loads(row[2]),
+            score=min(max(float(row[3]), 0.0), 1.0),
+        )
+        for row in rows
+    ]

@@ -29,6 +29,7 @@ What is here, by concern:
   implements only the search by vector), :class:`VectorDocument`, :class:`VectorFilter`,
   :data:`MetadataValue`, :func:`as_filter`, :func:`check_identifier`,
   :func:`check_search`, :func:`check_vector`, :func:`cosine_score`, :func:`normalize`,
+  :func:`documents_from_rows`,
   and the embedding helpers :func:`async_embed_documents`/:func:`embed_documents` and
   :func:`async_embed_query`/:func:`embed_query`.
 
@@ -84,6 +85,7 @@ from chatmem._vector_types import (
     check_search,
     check_vector,
     cosine_score,
+    documents_from_rows,
     normalize,
 )
 
@@ -116,6 +118,7 @@ __all__ = [
     "check_vector",
     "conversation_page",
     "cosine_score",
+    "documents_from_rows",
     "embed_documents",
     "embed_query",
     "escape_like",

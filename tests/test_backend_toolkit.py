@@ -81,6 +81,11 @@ class _ListStore(BaseVectorStore):
         self.rows: list[tuple[VectorDocument, list[float]]] = []
         self.seen: list[tuple[list[float], int, float, VectorFilter]] = []
 
+    def _ensure_ready(self) -> None:
+        # As a store with a fixed-width column does: learn the vector length first.
+        if self._dimensions is None:
+            self._dimensions = self.embedding_model.dimensions()
+
     def add(self, documents: Sequence[VectorDocument]) -> list[str]:
         self._ensure_ready()
         vectors = toolkit.embed_documents(self.embedding_model, documents, self._dimensions)
@@ -99,11 +104,13 @@ class _ListStore(BaseVectorStore):
         scored.sort(key=lambda d: -(d.score or 0.0))
         return [d for d in scored[:top_k] if (d.score or 0.0) >= score_threshold]
 
-    def delete(self, ids: Sequence[str]) -> None:
+    def _delete(self, ids: list[str]) -> None:
         self.rows = [(d, v) for d, v in self.rows if d.id not in ids]
 
-    def delete_where(self, where: object) -> int:
-        return 0
+    def _delete_where(self, where: VectorFilter) -> int:
+        kept = [(d, v) for d, v in self.rows if not where.matches(d.metadata)]
+        deleted, self.rows = len(self.rows) - len(kept), kept
+        return deleted
 
     def close(self) -> None:
         pass
@@ -121,6 +128,17 @@ def test_the_base_checks_embeds_and_passes_a_filter_value_to_the_store() -> None
     assert [d.text for d in found] == ["I live in Paris"]
     vector, top_k, threshold, where = store.seen[-1]
     assert (len(vector), top_k, threshold, where) == (16, 5, 0.0, VectorFilter(owner="ann"))
+
+
+def test_the_base_refuses_an_empty_delete_filter_and_skips_an_empty_id_list() -> None:
+    store = _ListStore()
+    store.add([VectorDocument(text="a", metadata={"owner": "ann"}, id="1")])
+    with pytest.raises(ConfigurationError, match="non-empty"):
+        store.delete_where({})
+    store.delete([])
+    assert store.delete_where({"owner": "bob"}) == 0
+    assert store.delete_where(VectorFilter(owner="ann")) == 1
+    assert store.rows == []
 
 
 @pytest.mark.parametrize(
@@ -146,6 +164,12 @@ def test_an_async_store_refuses_a_sync_model() -> None:
             self, vector: list[float], top_k: int, score_threshold: float, where: VectorFilter
         ) -> list[VectorDocument]:
             return []
+
+        async def _delete(self, ids: list[str]) -> None:
+            pass
+
+        async def _delete_where(self, where: VectorFilter) -> int:
+            return 0
 
     with pytest.raises(ConfigurationError, match="async"):
         Store(HashingEmbeddingModel(dimensions=8))  # type: ignore[arg-type]

@@ -165,12 +165,13 @@ def _numpy() -> Any:
 class BaseVectorStore(ABC):
     """What every vector store shares: argument checks, query embedding and set-up order.
 
-    A store derives from it and implements :meth:`_search_by_vector`, which receives
-    checked arguments (a vector of the right length, a :class:`VectorFilter`), plus
-    ``add``, ``delete``, ``delete_where`` and ``close``. The base owns both public searches,
-    so they validate, set up and embed the same way on every store. A store that must
+    A store derives from it and implements ``add`` and ``close`` and three hooks that
+    receive checked arguments: :meth:`_search_by_vector` (a vector of the right length, a
+    :class:`VectorFilter`), :meth:`_delete` (a non-empty list of ids) and
+    :meth:`_delete_where` (a non-empty filter). The base owns the public searches and
+    deletes, so they validate, set up and embed the same way on every store. A store that must
     prepare something before its first search (a table, an index) overrides
-    :meth:`_ensure_ready`, which by default only asks the model for its dimensions.
+    :meth:`_ensure_ready`, which does nothing by default.
 
     Example:
         ```python
@@ -178,6 +179,12 @@ class BaseVectorStore(ABC):
             def _search_by_vector(self, vector, top_k, score_threshold, where):
                 rows = self._client.knn(vector, top_k, dict(where))
                 return [VectorDocument(**row) for row in rows if row["score"] >= score_threshold]
+
+            def _delete(self, ids):
+                self._client.delete(ids)
+
+            def _delete_where(self, where):
+                return self._client.delete_matching(dict(where))
         ```
 
     Args:
@@ -195,9 +202,12 @@ class BaseVectorStore(ABC):
         self._dimensions = dimensions
 
     def _ensure_ready(self) -> None:
-        """Prepare the store before a search or write; learns the dimensions by default."""
-        if self._dimensions is None:
-            self._dimensions = self.embedding_model.dimensions()
+        """Prepare the store before a search or delete (a table, an index); nothing here.
+
+        A store that needs the vector length first sets ``self._dimensions`` from
+        ``self.embedding_model.dimensions()`` in its override.
+        """
+        return  # a hook with nothing to do by default, not an abstract method
 
     @abstractmethod
     def _search_by_vector(
@@ -207,6 +217,14 @@ class BaseVectorStore(ABC):
 
         Called with checked arguments after :meth:`_ensure_ready`.
         """
+
+    @abstractmethod
+    def _delete(self, ids: list[str]) -> None:
+        """Delete the documents with these ids (at least one); unknown ids are not an error."""
+
+    @abstractmethod
+    def _delete_where(self, where: VectorFilter) -> int:
+        """Delete every document matching a non-empty filter and return how many."""
 
     def similarity_search(
         self,
@@ -260,6 +278,35 @@ class BaseVectorStore(ABC):
         checked = check_vector(vector, self._dimensions)
         return self._search_by_vector(checked, top_k, score_threshold, condition)
 
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete documents by id; unknown ids are not an error.
+
+        Args:
+            ids: The ids.
+        """
+        ids = list(ids)
+        if ids:
+            self._ensure_ready()
+            self._delete(ids)
+
+    def delete_where(self, where: Where) -> int:
+        """Delete every document whose metadata matches a non-empty filter.
+
+        Args:
+            where: The filter; an empty one is refused so nothing is deleted by accident.
+
+        Returns:
+            How many documents were deleted.
+
+        Raises:
+            ConfigurationError: If the filter is empty or not structured.
+        """
+        condition = as_filter(where)
+        if not condition:
+            raise ConfigurationError("delete_where needs a non-empty filter")
+        self._ensure_ready()
+        return self._delete_where(condition)
+
 
 class InMemoryVectorStore(BaseVectorStore):
     """Keeps documents and unit vectors in this process; exact cosine search with numpy.
@@ -303,7 +350,8 @@ class InMemoryVectorStore(BaseVectorStore):
         documents = list(documents)
         if not documents:
             return []
-        self._ensure_ready()
+        if self._dimensions is None:
+            self._dimensions = self.embedding_model.dimensions()
         vectors = embed_documents(self.embedding_model, documents, self._dimensions)
         with self._lock:
             for document, vector in zip(documents, vectors, strict=True):
@@ -316,30 +364,14 @@ class InMemoryVectorStore(BaseVectorStore):
         with self._lock:
             return self._search(vector, top_k, score_threshold, where)
 
-    def delete(self, ids: Sequence[str]) -> None:
-        """Delete documents by id; unknown ids are not an error.
-
-        Args:
-            ids: The ids.
-        """
+    def _delete(self, ids: list[str]) -> None:
         with self._lock:
             for document_id in ids:
                 self._remove(document_id)
 
-    def delete_where(self, where: Where) -> int:
-        """Delete every document whose metadata matches a non-empty filter.
-
-        Args:
-            where: The filter.
-
-        Raises:
-            ConfigurationError: If the filter is empty.
-        """
-        condition = as_filter(where)
-        if not condition:
-            raise ConfigurationError("delete_where needs a non-empty filter")
+    def _delete_where(self, where: VectorFilter) -> int:
         with self._lock:
-            doomed = [self._documents[row].id for row in self._matching_rows(condition)]
+            doomed = [self._documents[row].id for row in self._matching_rows(where)]
             for document_id in doomed:
                 self._remove(document_id)
         return len(doomed)

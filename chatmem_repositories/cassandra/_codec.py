@@ -30,7 +30,6 @@ __all__ = [
     "NextPositions",
     "decode_cursor",
     "document_values",
-    "documents_from_rows",
     "encode_cursor",
     "filter_values",
     "listing_bucket",
@@ -224,20 +223,3 @@ def document_values(document: VectorDocument, vector: list[float]) -> tuple[Any,
     """
     metadata = json.dumps(document.metadata, ensure_ascii=False)
     return (document.id, document.text, metadata, document.filterable(), vector)
-
-
-def documents_from_rows(rows: Sequence[Sequence[Any]]) -> list[VectorDocument]:
-    """Turn ``(id, body, metadata, score)`` rows into scored documents.
-
-    Args:
-        rows: Result rows of a search statement.
-    """
-    return [
-        VectorDocument(
-            id=row[0],
-            text=row[1] or "",
-            metadata=json.loads(row[2]),
-            score=min(max(float(row[3]), 0.0), 1.0),
-        )
-        for row in rows
-    ]

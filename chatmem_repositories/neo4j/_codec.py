@@ -22,7 +22,6 @@ __all__ = [
     "NO_POSITION",
     "check_position",
     "document_rows",
-    "documents_from_rows",
     "message_params",
     "micros",
     "stored_messages",
@@ -116,20 +115,3 @@ def document_rows(
         props.update({f"meta_{k}": v for k, v in document.filterable().items()})
         rows.append({"id": document.id, "props": props})
     return rows
-
-
-def documents_from_rows(rows: Sequence[Sequence[Any]]) -> list[VectorDocument]:
-    """Turn ``(id, text, metadata, score)`` rows into scored documents.
-
-    Args:
-        rows: Result rows of a search statement.
-    """
-    return [
-        VectorDocument(
-            id=row[0],
-            text=row[1],
-            metadata=json.loads(row[2]),
-            score=min(max(float(row[3]), 0.0), 1.0),
-        )
-        for row in rows
-    ]

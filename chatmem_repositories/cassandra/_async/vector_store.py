@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from cassandra.cluster import Cluster, Session
@@ -14,19 +14,15 @@ from chatmem.backend import (
     AsyncLock,
     VectorDocument,
     VectorFilter,
-    as_filter,
     async_api,
     async_embed_documents,
     check_flavor,
+    documents_from_rows,
 )
 from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import InitializeSchema
-from chatmem_repositories.cassandra._codec import (
-    document_values,
-    documents_from_rows,
-    filter_values,
-)
+from chatmem_repositories.cassandra._codec import document_values, filter_values
 from chatmem_repositories.cassandra._cql import VectorCql
 from chatmem_repositories.cassandra._drivers import (
     VECTOR_WRITES_IN_FLIGHT,
@@ -41,7 +37,6 @@ from chatmem_repositories.cassandra._options import parse_url
 
 __all__ = ["AsyncCassandraVectorStore"]
 
-Where = VectorFilter | Mapping[str, str] | None
 
 _DDL_TIMEOUT = 60.0
 _DELETE_BATCH = 1000
@@ -234,40 +229,18 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         # Rows come best first, so the threshold cuts a suffix.
         return [d for d in documents_from_rows(rows) if (d.score or 0.0) >= score_threshold]
 
-    async def delete(self, ids: Sequence[str]) -> None:
-        """Delete documents by id; unknown ids are not an error.
-
-        Args:
-            ids: The ids.
-        """
-        ids = list(ids)
-        if not ids:
-            return
-        await self._ensure_ready()
+    async def _delete(self, ids: list[str]) -> None:
         delete = self._prepared["delete"]
         await async_execute_all(self._connected, [delete.bind((i,)) for i in ids], self._writes)
 
-    async def delete_where(self, where: Where) -> int:
-        """Delete every document whose metadata matches a non-empty filter.
-
-        Matching ids are read through the SAI index in pages of 1,000 and deleted by key.
-
-        Args:
-            where: The filter.
-
-        Raises:
-            ConfigurationError: If the filter is empty.
-        """
-        condition = as_filter(where)
-        if not condition:
-            raise ConfigurationError("delete_where needs a non-empty filter")
-        await self._ensure_ready()
-        n = len(condition.conditions)
+    async def _delete_where(self, where: VectorFilter) -> int:
+        # Matching ids are read through the SAI index in pages and deleted by key.
+        n = len(where.conditions)
         select = await self._statement(f"ids{n}", self._cql.select_ids(n))
         delete = self._prepared["delete"]
         total = 0
         while True:
-            bound = select.bind([*filter_values(condition), _DELETE_BATCH])
+            bound = select.bind([*filter_values(where), _DELETE_BATCH])
             ids = [row[0] for row in await async_execute(self._connected, bound)]
             await async_execute_all(self._connected, [delete.bind((i,)) for i in ids], self._writes)
             total += len(ids)

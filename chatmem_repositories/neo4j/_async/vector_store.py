@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, LiteralString
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
@@ -13,23 +13,22 @@ from chatmem.backend import (
     AsyncLock,
     VectorDocument,
     VectorFilter,
-    as_filter,
     async_api,
     async_embed_documents,
     check_flavor,
     check_identifier,
+    documents_from_rows,
 )
 from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import InitializeSchema
-from chatmem_repositories.neo4j._codec import document_rows, documents_from_rows
+from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements
 from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
 from chatmem_repositories.neo4j._options import driver_settings
 
 __all__ = ["AsyncNeo4jVectorStore"]
 
-Where = VectorFilter | Mapping[str, str] | None
 Rows = list[list[Any]]
 
 _WRITE_BATCH = 1000
@@ -242,29 +241,11 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
         rows = await self._query("vector search", statement, params)
         return documents_from_rows(rows)
 
-    async def delete(self, ids: Sequence[str]) -> None:
-        """Delete documents by id; unknown ids are not an error.
+    async def _delete(self, ids: list[str]) -> None:
+        await self._execute("vector delete", self._statements.delete_ids, {"ids": ids})
 
-        Args:
-            ids: The ids.
-        """
-        ids = list(ids)
-        if ids:
-            await self._execute("vector delete", self._statements.delete_ids, {"ids": ids})
-
-    async def delete_where(self, where: Where) -> int:
-        """Delete every document whose metadata matches a non-empty filter.
-
-        Args:
-            where: The filter.
-
-        Raises:
-            ConfigurationError: If the filter is empty.
-        """
-        condition = as_filter(where)
-        if not condition:
-            raise ConfigurationError("delete_where needs a non-empty filter")
-        statement, params = self._statements.delete_where(condition)
+    async def _delete_where(self, where: VectorFilter) -> int:
+        statement, params = self._statements.delete_where(where)
         params["batch"] = _DELETE_BATCH
         total = 0
         while True:
