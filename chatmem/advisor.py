@@ -145,7 +145,7 @@ class PureAdvisor:
 
     Example:
         ```python
-        from chatmem import ChatClient, PureAdvisor
+        from chatmem.client import ChatClient, PureAdvisor
         from chatmem.testing import ScriptedChatModel
 
 
