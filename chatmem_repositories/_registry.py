@@ -117,6 +117,8 @@ def _memory(is_async: bool) -> Callable[..., Any]:
     def create(url: str, **options: Any) -> Any:
         # No driver, so no driver parameters: every URL option is one of chatmem's.
         parsed = parse_url_options(_MemoryOptions, url, options, backend="memory")
+        if parsed.driver_options:
+            raise ConfigurationError("the memory repository has no driver: drop driver_options")
         cls = AsyncInMemoryChatMemoryRepository if is_async else InMemoryChatMemoryRepository
         return cls(ttl=parsed.options.ttl, clock=parsed.options.clock)
 

@@ -8,7 +8,7 @@ CHATMEM_REPOSITORY_URL=postgresql+psycopg://app:secret@db/app
 CHATMEM_MEMORY=message_window
 CHATMEM_MAX_MESSAGES=20
 CHATMEM_TTL=P30D
-CHATMEM_REPOSITORY_OPTIONS={"pool_size": 10}
+CHATMEM_REPOSITORY_OPTIONS={"connect_timeout": 5, "driver_options": {"pool_size": 10}}
 ```
 
 The library default is ``memory://`` (nothing survives the process); the ``chatmem`` command
@@ -42,6 +42,12 @@ from chatmem_repositories._options import Duration, redact_url
 from chatmem_repositories._registry import create_async_repository, create_repository
 
 __all__ = ["ChatMemorySettings", "MemoryKind", "TokenEstimatorKind"]
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: MASK if is_secret_option(str(k)) else _masked(v) for k, v in value.items()}
+    return value
 
 
 class MemoryKind(StrEnum):
@@ -111,8 +117,9 @@ class ChatMemorySettings(BaseSettings):
             if name == "repository_url":
                 value = redact_url(value)
             elif name == "repository_options":
-                # Options may carry credentials too, such as Neo4j's password.
-                value = {k: MASK if is_secret_option(k) else v for k, v in value.items()}
+                # Options may carry credentials too, such as Neo4j's password, also inside
+                # driver_options (a mapping of driver arguments).
+                value = _masked(value)
             yield name, value
 
     @property

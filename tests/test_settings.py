@@ -96,6 +96,32 @@ def test_repository_options_as_json_and_ttl_reach_the_backend(
         ChatMemorySettings().build_repository()
 
 
+def test_driver_options_from_the_environment_reach_the_driver_and_stay_hidden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("redis")
+    options = {
+        "key_prefix": "app",
+        "driver_options": {"password": "s3cr3t-pw", "socket_keepalive": True},
+    }
+    monkeypatch.setenv("CHATMEM_REPOSITORY_URL", "redis://127.0.0.1:1/0?max_connections=4")
+    monkeypatch.setenv("CHATMEM_REPOSITORY_OPTIONS", json.dumps(options))
+    settings = ChatMemorySettings()
+    assert "s3cr3t-pw" not in repr(settings)
+    with settings.build_repository() as repository:  # redis-py connects on first use only
+        pool = repository._client.connection_pool
+        assert pool.connection_kwargs["password"] == "s3cr3t-pw"
+        assert pool.connection_kwargs["socket_keepalive"] is True
+        assert pool.max_connections == 4
+    monkeypatch.setenv("CHATMEM_REPOSITORY_URL", "redis://127.0.0.1:1/0?max_conections=4")
+    with pytest.raises(ConfigurationError, match="did you mean 'max_connections'"):
+        ChatMemorySettings().build_repository()
+    monkeypatch.setenv("CHATMEM_REPOSITORY_URL", "memory://")
+    monkeypatch.setenv("CHATMEM_REPOSITORY_OPTIONS", json.dumps({"driver_options": {"x": 1}}))
+    with pytest.raises(ConfigurationError, match="no driver"):
+        ChatMemorySettings().build_repository()
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
