@@ -24,14 +24,14 @@ _GARBAGE = "\x00{not json"
 _CORRUPT = "MATCH (m:Message {conversation_id: $cid, position: $position}) SET m.data = $garbage"
 
 
-# The suite's default TTL (1 s) leaves one second between an append and the read that must
-# still see it; on a loaded 2-core machine that gap has been exceeded. Expiry uses the
-# server's clock, so a longer TTL only makes the test slower, not weaker.
+# The expiry tests step a ManualClock over the TTL (supports_clock), so the TTL costs no
+# waiting; 2 s keeps the repository's "now" and the clock's apart from rounding.
 _TTL_SECONDS = 2.0
 
 
 class TestNeo4jAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
     ttl_seconds = _TTL_SECONDS
+    supports_clock = True
 
     @pytest.fixture
     def repository_factory(self) -> Callable[..., Awaitable[AsyncNeo4jChatMemoryRepository]]:
@@ -55,6 +55,7 @@ class TestNeo4jAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance)
 
 class TestNeo4jSync(RepositoryConformance, HistoryCheckerConformance):
     ttl_seconds = _TTL_SECONDS
+    supports_clock = True
 
     @pytest.fixture
     def repository_factory(self) -> Callable[..., Neo4jChatMemoryRepository]:

@@ -125,7 +125,7 @@ def test_appends_do_not_scan_other_conversations(
     repository: Neo4jChatMemoryRepository, cid: str
 ) -> None:
     repository.append(cid, [UserMessage("first")])
-    params = repository._append_params(cid, [UserMessage("second")])
+    params = {**repository._append_params(cid, [UserMessage("second")]), "now": None}
     summary = repository._driver.execute_query("PROFILE " + repository._statements.append, params)
     names = [name for name, _ in _operators(summary.summary.profile)]
     assert "NodeByLabelScan" not in names

@@ -38,7 +38,7 @@ from chatmem_repositories.neo4j._schema import repository_schema, vector_schema
 
 __all__ = ["Statements", "VectorStatements"]
 
-_LIVE = "c.deleted IS NULL AND coalesce(c.expires_at > timestamp(), true)"
+_LIVE = "c.deleted IS NULL AND coalesce(c.expires_at > coalesce($now, timestamp()), true)"
 
 # Taking the conversation's write lock (the SET right after MERGE) before reading anything
 # from it is what serializes concurrent appenders. The node is matched again after the lock
@@ -51,17 +51,18 @@ _LIVE = "c.deleted IS NULL AND coalesce(c.expires_at > timestamp(), true)"
 _LOCK_CONVERSATION = """
 MERGE (l:{C} {{id: $cid}})
   ON CREATE SET l.owner = $owner, l.generation = 1, l.next_position = 1,
-                l.created_at = timestamp()
-SET l.updated_at = timestamp()
+                l.created_at = coalesce($now, timestamp())
+SET l.updated_at = coalesce($now, timestamp())
 WITH l.id AS locked
 MATCH (c:{C} {{id: locked}})
-WITH c, c.deleted IS NOT NULL OR coalesce(c.expires_at <= timestamp(), false) AS stale
+WITH c,
+     c.deleted IS NOT NULL OR coalesce(c.expires_at <= coalesce($now, timestamp()), false) AS stale
 """
 
 _CREATE_MESSAGES = """
 WITH c, retired, fresh, c.next_position AS base
 SET c.next_position = base + size(fresh),
-    c.expires_at = CASE WHEN $ttl_ms IS NOT NULL THEN timestamp() + $ttl_ms
+    c.expires_at = CASE WHEN $ttl_ms IS NOT NULL THEN coalesce($now, timestamp()) + $ttl_ms
                         WHEN retired THEN null ELSE c.expires_at END
 WITH c, retired, fresh, base
 CALL {{
@@ -132,12 +133,12 @@ DELETE c
 """
 
 _EXPIRE = """
-MATCH (e:{C}) WHERE e.expires_at <= timestamp()
+MATCH (e:{C}) WHERE e.expires_at <= coalesce($now, timestamp())
 WITH e.id AS id LIMIT $batch
 MATCH (c:{C} {{id: id}})
 SET c.locked = true
 REMOVE c.locked
-WITH c WHERE c.expires_at <= timestamp()
+WITH c WHERE c.expires_at <= coalesce($now, timestamp())
 SET c.generation = c.generation + 1, c.deleted = true, c.expires_at = null
 RETURN c.id AS id
 """

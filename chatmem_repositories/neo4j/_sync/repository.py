@@ -12,10 +12,12 @@ from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, GraphDatabase, Session
 from neo4j.exceptions import ClientError
 
 from chatmem.backend import (
+    Clock,
     ConversationPage,
     Lock,
     Position,
     StoredMessage,
+    check_clock,
     check_limit,
     conversation_page,
     normalize_ttl,
@@ -96,6 +98,10 @@ class Neo4jChatMemoryRepository:
         read_timeout: How long one statement may wait for the server's answer before its
             connection is closed and a timeout raised; seconds, a timedelta, or ``None`` to
             rely on the driver (which waits until the server's keep-alive hint, if any).
+        clock: Where expiry reads "now" (a callable returning an aware datetime). ``None``,
+            the default, uses the server's clock (Cypher's ``timestamp()``), so every
+            application server agrees; tests pass :class:`chatmem.testing.ManualClock` to
+            step over a TTL instead of sleeping.
     """
 
     db_system: ClassVar[str] = "neo4j"
@@ -111,11 +117,13 @@ class Neo4jChatMemoryRepository:
         initialize_schema: InitializeSchema = "always",
         retry_time: timedelta | float = 10.0,
         read_timeout: timedelta | float | None = 30.0,
+        clock: Clock | None = None,
     ) -> None:
         self._statements = Statements.for_prefix(label_prefix)
         self._driver = driver
         self._database = database
         self._ttl_ms = ttl_millis(normalize_ttl(ttl))
+        self._clock = None if clock is None else check_clock(clock)
         if initialize_schema not in ("always", "never"):
             raise ConfigurationError(
                 f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
@@ -132,7 +140,9 @@ class Neo4jChatMemoryRepository:
         self._description = f"database={database!r}, label_prefix={label_prefix!r}"
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> Neo4jChatMemoryRepository:
+    def from_url(
+        cls, url: str, *, clock: Clock | None = None, **options: Any
+    ) -> Neo4jChatMemoryRepository:
         """Create a repository that owns a new driver.
 
         Args:
@@ -141,6 +151,7 @@ class Neo4jChatMemoryRepository:
             **options: Options (see :class:`~chatmem_repositories.neo4j.Neo4jOptions`);
                 they win over the URL's query string. ``driver_options``, a mapping, holds
                 further ``GraphDatabase.driver`` arguments.
+            clock: Where expiry reads "now"; ``None`` uses the server's clock.
 
         Raises:
             ConfigurationError: For a bad URL, an unknown option or a bad value.
@@ -156,6 +167,7 @@ class Neo4jChatMemoryRepository:
             initialize_schema=parsed.initialize_schema,
             retry_time=parsed.max_transaction_retry_time,
             read_timeout=parsed.read_timeout,
+            clock=clock,
         )
         repository._owns_driver = True
         repository._description = f"url={settings.redacted_url!r}, " + repository._description
@@ -200,6 +212,9 @@ class Neo4jChatMemoryRepository:
         # atomic transaction anyway, and every write is safe to run again (appends skip
         # stored ids), so transient failures are retried here as execute_write would.
         self._ensure_schema()
+        # "now" for expiry: the injected clock's, else null and the statement reads the server's.
+        now = None if self._clock is None else micros(self._clock()) // 1000
+        params = {**params, "now": now}
         retry = RetryDelays(self._retry_seconds)
         # A write whose connection failed after it was sent may have committed; that stays
         # true even if a later attempt cannot connect at all.
