@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem import _telemetry
 from chatmem._telemetry import CAPTURE_CONTENT_ENV, ENABLED
-from chatmem._telemetry.db import collection_of, db_span, db_system_of
+from chatmem._telemetry.db import collection_of, db_span
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -147,5 +147,5 @@ def store_operation(
         yield None
         return
     name = collection_of(store, collection or "chat_memory")
-    with db_span(db_system_of(store), operation, name, attributes) as span:
+    with db_span(store, operation, name, attributes) as span:
         yield span

@@ -18,7 +18,7 @@ from chatmem._async.repository import (
 )
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._telemetry import StreamEnd, active, async_step_in, mark_error, span_context
-from chatmem._telemetry.db import collection_of, db_span, db_system_of
+from chatmem._telemetry.db import collection_of, db_span
 from chatmem._twins import async_closing
 from chatmem.messages import Message, MessageType
 
@@ -90,13 +90,12 @@ class AsyncTracedRepository:
         """The repository."""
         # Log and window methods are only called when the repository has them.
         self._log = cast(AsyncChatMemoryLog, inner)
-        self._system = db_system_of(inner)
         self._collection = collection_of(inner)
 
     def _span(self, operation: str) -> Any:
         if not active():
             return _NO_SPAN
-        return db_span(self._system, operation, self._collection)
+        return db_span(self.inner, operation, self._collection)
 
     async def find_conversation_ids(self) -> list[str]:
         """See :meth:`~chatmem.AsyncChatMemoryRepository.find_conversation_ids`."""

@@ -20,7 +20,7 @@ from chatmem._sync.repository import (
     WindowReader,
 )
 from chatmem._telemetry import StreamEnd, active, mark_error, span_context, step_in
-from chatmem._telemetry.db import collection_of, db_span, db_system_of
+from chatmem._telemetry.db import collection_of, db_span
 from chatmem._twins import closing
 from chatmem.messages import Message, MessageType
 
@@ -92,13 +92,12 @@ class TracedRepository:
         """The repository."""
         # Log and window methods are only called when the repository has them.
         self._log = cast(ChatMemoryLog, inner)
-        self._system = db_system_of(inner)
         self._collection = collection_of(inner)
 
     def _span(self, operation: str) -> Any:
         if not active():
             return _NO_SPAN
-        return db_span(self._system, operation, self._collection)
+        return db_span(self.inner, operation, self._collection)
 
     def find_conversation_ids(self) -> list[str]:
         """See :meth:`~chatmem.ChatMemoryRepository.find_conversation_ids`."""

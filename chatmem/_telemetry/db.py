@@ -46,9 +46,10 @@ def collection_of(store: object, default: str = _DEFAULT_COLLECTION) -> str:
 
 @contextmanager
 def db_span(
-    system: str, operation: str, collection: str, extra: Mapping[str, Any] | None = None
+    store: object, operation: str, collection: str, extra: Mapping[str, Any] | None = None
 ) -> Iterator[Span]:
     """A current span and a duration measurement around one store operation."""
+    system = db_system_of(store)
     attributes = {
         "db.system.name": system,
         "db.operation.name": operation,
@@ -68,5 +69,10 @@ def db_span(
         raise
     finally:
         _context.detach(token)
+        # A store may learn what it talks to on its first connection (MariaDB or MySQL).
+        now = db_system_of(store)
+        if now != system:
+            attributes["db.system.name"] = now
+            span.set_attribute("db.system.name", now)
         span.end()
         record_duration(settings.db_duration, started, attributes)
