@@ -12,6 +12,7 @@ working directory (so ``sqlite:///chat.db`` lands there), with:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,6 +82,7 @@ def test_docs_example_runs(
         if name.lower() not in DEFAULT_URLS:
             pytest.fail(f"{_example_id(example)} names an unknown test server {name}")
         monkeypatch.setenv(f"CHATMEM_TEST_{name}_URL", server_url(name.lower()))
+    environment = dict(os.environ)  # a block may set variables itself, as a user's program does
     try:
         eval_example.run(example, module_globals={"__name__": "__main__"})
     except Exception as exc:
@@ -89,6 +91,9 @@ def test_docs_example_runs(
         # report the block's own failing line and the error instead.
         line = _line_in(exc, example)
         raise AssertionError(f"{example.path.name}:{line}: {type(exc).__name__}: {exc}") from None
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 def _line_in(exc: BaseException, example: CodeExample) -> int:
