@@ -150,3 +150,24 @@ def test_importing_chatmem_and_interop_imports_no_framework() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("module", "package", "extra"),
+    [
+        ("langchain", "langchain_core", "langchain"),
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+        ("llama_index", "llama_index.core", "llama-index"),
+    ],
+)
+def test_a_missing_framework_names_the_install_line(module: str, package: str, extra: str) -> None:
+    # sys.modules[name] = None makes importing that package fail, as if it were not installed.
+    code = (
+        f"import sys; sys.modules[{package!r}] = None\n"
+        "try:\n"
+        f"    import chatmem.interop.{module}\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert f'pip install "chatmem[{extra}]"' in out.stdout
