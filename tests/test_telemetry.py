@@ -596,3 +596,58 @@ async def test_the_async_client_drives_the_same_logger_advisor(
         "usage=Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2)",
     ]
     assert [r.__dict__["conversation_id"] for r in caplog.records] == ["7", "7"]
+
+
+# -- vector search and embeddings ----------------------------------------------------------------
+
+
+def test_vector_search_and_embedding_spans(otel: Otel, server: OpenAITestServer) -> None:
+    from chatmem.openai import OpenAIEmbeddingModel
+    from chatmem.testing.openai_embeddings import add_embeddings_route
+    from chatmem.vector_store import InMemoryVectorStore
+    from chatmem_advisors import VectorStoreChatMemoryAdvisor
+
+    add_embeddings_route(server)
+    server.reply_text("Noted.")
+    with (
+        OpenAIChatModel(model=MODEL, base_url=server.base_url) as model,
+        OpenAIEmbeddingModel(model="emb", base_url=server.base_url, dimensions=64) as embeddings,
+    ):
+        store = InMemoryVectorStore(embeddings)
+        client = (
+            ChatClient.builder(model)
+            .default_advisors(VectorStoreChatMemoryAdvisor(store, top_k=3))
+            .build()
+        )
+        client.prompt(QUESTION).advisors({CONVERSATION_ID: "007"}).call().content()
+    spans = otel.spans()
+    by_id = {s.context.span_id: s for s in spans}
+
+    def parent_name(span: ReadableSpan) -> str:
+        assert span.parent is not None
+        return by_id[span.parent.span_id].name
+
+    search = next(s for s in spans if s.name == "similarity_search vector_store")
+    add = next(s for s in spans if s.name == "add vector_store")
+    assert parent_name(search) == parent_name(add) == "advisor VectorStoreChatMemoryAdvisor"
+    assert (search.attributes or {})["db.operation.name"] == "similarity_search"
+    assert (search.attributes or {})["chatmem.vector.top_k"] == 3
+    assert (search.attributes or {})["chatmem.vector.result_count"] == 0
+    embedding_spans = [s for s in spans if s.name == "embeddings emb"]
+    assert {parent_name(s) for s in embedding_spans} == {
+        "similarity_search vector_store",
+        "add vector_store",
+    }
+    attributes = dict(embedding_spans[0].attributes or {})
+    assert attributes["gen_ai.operation.name"] == "embeddings"
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["gen_ai.request.model"] == "emb"
+    assert attributes["gen_ai.response.model"] == "emb"
+    assert attributes["gen_ai.embeddings.dimension.count"] == 64
+    assert attributes["gen_ai.usage.input_tokens"] > 0
+    assert all(s.kind == SpanKind.CLIENT for s in [search, add, *embedding_spans])
+    operations = {
+        p.attributes["gen_ai.operation.name"]
+        for p in otel.points("gen_ai.client.operation.duration")
+    }
+    assert operations == {"chat", "embeddings"}

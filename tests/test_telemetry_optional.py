@@ -93,6 +93,10 @@ assert [r.conversation_id for r in records] == ["007"] * 4
 # No span is ever valid: the records and the tool see the conversation id only.
 assert not any(hasattr(r, "trace_id") for r in records)
 assert seen == [{"conversation_id": "007"}] * 2, seen
+from chatmem.telemetry import store_operation
+
+with store_operation(object(), "lookup") as span:
+    assert span is None  # nothing to report to: no span at all
 """
 
 
