@@ -73,6 +73,12 @@ def test_declared_driver_parameters_reach_redis_py(redis_url: str) -> None:
 def test_bad_driver_parameter_value_is_a_configuration_error(redis_url: str) -> None:
     with pytest.raises(ConfigurationError, match="max_connections"):
         create_repository(f"{redis_url}?max_connections=lots")
+    with pytest.raises(ConfigurationError, match=r"ssl_cert_reqs only apply to TLS.*rediss://"):
+        create_repository(f"{redis_url}?ssl_cert_reqs=none")
+    with pytest.raises(ConfigurationError, match="ssl_ca_certs"):
+        create_repository(redis_url, driver_options={"ssl_ca_certs": "/ca.pem"})
+    tls = create_repository("rediss://127.0.0.1:1/0?ssl_cert_reqs=none")  # not connected yet
+    tls.close()
 
 
 async def test_driver_options_reach_the_client(redis_url: str) -> None:

@@ -150,4 +150,14 @@ def parse_url(url: str, keyword_options: dict[str, Any]) -> ParsedUrl[RedisOptio
         renamed=RENAMED,
     )
     base = with_db(check_server_url(parsed.url), parsed.options.db)
+    tls_only = sorted(
+        name
+        for name in (*parsed.url_driver_parameters, *parsed.driver_options)
+        if name.startswith("ssl_")
+    )
+    if tls_only and split_url(base).scheme.lower() != "rediss":
+        # redis-py would accept them here and fail at the first command with a TypeError.
+        raise ConfigurationError(
+            f"{', '.join(tls_only)} only apply to TLS connections: use a rediss:// URL"
+        )
     return ParsedUrl(base, parsed.options, parsed.driver_options, parsed.url_driver_parameters)
