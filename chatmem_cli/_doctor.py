@@ -10,6 +10,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 from uuid import uuid4
@@ -22,6 +23,7 @@ from chatmem import (
     UserMessage,
     __version__,
 )
+from chatmem.repository import ServerInfo
 
 __all__ = ["Check", "doctor_checks", "drivers_for", "reach_server"]
 
@@ -138,6 +140,9 @@ def reach_server(url: str, timeout: float = 3.0) -> Check | None:
         A failed ``reachable`` check naming every host tried, or None when a host answered
         (or the URL has no network server, such as SQLite).
     """
+    sqlite = _sqlite_problem(url)
+    if sqlite is not None:
+        return sqlite
     endpoints = _endpoints(url)
     problems = []
     for host, port in endpoints:
@@ -154,6 +159,21 @@ def reach_server(url: str, timeout: float = 3.0) -> Check | None:
         False,
         f"cannot connect to {', '.join(problems)}: is the server running, and are the host "
         "and port in the URL right?",
+    )
+
+
+def _sqlite_problem(url: str) -> Check | None:
+    parts = urlsplit(url)
+    if parts.scheme.partition("+")[0].lower() != "sqlite" or parts.path in ("", "/"):
+        return None
+    path = Path(unquote(parts.path[1:]))  # sqlite:///rel.db -> rel.db, sqlite:////abs -> /abs
+    if str(path) == ":memory:" or path.parent.is_dir():
+        return None
+    return Check(
+        "reachable",
+        False,
+        f"the directory {path.parent} does not exist: create it, or give another path for "
+        "the SQLite file",
     )
 
 
@@ -186,11 +206,11 @@ def _timed(action: Callable[[], Any]) -> float:
 
 
 def _server_version(repository: ChatMemoryLog) -> str:
-    # Repositories are gaining server_version(); a third-party one may not have it.
-    method = getattr(repository, "server_version", None)
-    if not callable(method):
+    # ServerInfo is optional in the contract: every built-in backend has it, a third-party
+    # one may not.
+    if not isinstance(repository, ServerInfo):
         return "not reported by this backend"
-    return str(method())
+    return repository.server_version()
 
 
 def doctor_checks(

@@ -200,6 +200,37 @@ def test_doctor_on_sqlite_reports_every_check(db: str) -> None:
     assert "aiosqlite" not in out
 
 
+def test_doctor_on_sqlite_in_a_missing_directory(tmp_path: Path) -> None:
+    code, out = invoke("doctor", "--url", f"sqlite:///{tmp_path / 'nowhere' / 'chat.db'}")
+    assert code == 1
+    assert lines_of(out)[-1] == (
+        f"FAIL reachable  the directory {tmp_path / 'nowhere'} does not exist: create it, or "
+        "give another path for the SQLite file"
+    )
+
+
+SERVER_PRODUCTS = {
+    "postgresql": "PostgreSQL ",
+    "mariadb": "MariaDB ",
+    "redis": "Redis ",
+    "mongodb": "MongoDB ",
+    "cassandra": "Cassandra ",
+    "neo4j": "Neo4j ",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVER_PRODUCTS))
+def test_doctor_reports_the_server_version(name: str) -> None:
+    url = server_url(name)
+    if name in ("postgresql", "mariadb"):
+        url += ("&" if "?" in url else "?") + "initialize_schema=always"
+    code, out = invoke("doctor", "--url", url, "--no-write")
+    assert code == 0, out
+    server = next(line for line in lines_of(out) if line.split()[1] == "server")
+    assert SERVER_PRODUCTS[name] in server
+    assert "not reported" not in server
+
+
 @pytest.mark.parametrize("name", ["postgresql", "mariadb"])
 def test_doctor_names_a_missing_table_plainly(name: str) -> None:
     url = server_url(name)
