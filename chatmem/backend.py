@@ -12,7 +12,7 @@ What is here, by concern:
   the log methods return.
 - **Argument checks**: :func:`check_limit` (page sizes up to :data:`MAX_LIMIT`),
   :func:`normalize_ttl`, :func:`check_flavor` (an async collaborator for an async class),
-  :func:`check_clock`.
+  :func:`check_clock`, :func:`check_initialize_schema`.
 - **Shared rules**: :func:`unique_by_id` (a batch stores an id once),
   :func:`conversation_page` (the tail of ``list_conversations``),
   :func:`matches_history_filters` (``find_history``'s filters on one message),
@@ -66,6 +66,7 @@ from chatmem._repository_support import (
     MAX_LIMIT,
     Clock,
     check_clock,
+    check_initialize_schema,
     check_limit,
     conversation_page,
     escape_like,
@@ -113,6 +114,7 @@ __all__ = [
     "check_clock",
     "check_flavor",
     "check_identifier",
+    "check_initialize_schema",
     "check_limit",
     "check_search",
     "check_vector",

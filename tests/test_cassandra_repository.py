@@ -23,10 +23,12 @@ from cassandra.cluster import Cluster, Session
 from chatmem import AssistantMessage, SystemMessage, UserMessage
 from chatmem.conversation_ids import scoped_conversation_id
 from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
+from chatmem.testing.vectors import HashingEmbeddingModel
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.cassandra import (
     AsyncCassandraChatMemoryRepository,
     CassandraChatMemoryRepository,
+    CassandraVectorStore,
 )
 from tests.conftest import server_url
 
@@ -98,6 +100,21 @@ def test_former_option_names_and_values_still_work_with_a_deprecation_warning(
     got = getattr(repository._options, new)
     assert (got.total_seconds() if new == "read_timeout" else got) == expected
     repository.close()
+
+
+def test_former_constructor_keywords_still_work_with_a_deprecation_warning() -> None:
+    cluster = Cluster(["127.0.0.1"], port=1)
+    with pytest.warns(DeprecationWarning, match="read_timeout"):
+        repository = CassandraChatMemoryRepository(cluster, keyspace="ks", request_timeout=3)
+    assert repository._options.read_timeout.total_seconds() == 3
+    with pytest.warns(DeprecationWarning, match="initialize_schema"):
+        repository = CassandraChatMemoryRepository(cluster, keyspace="ks", initialize_schema=False)  # type: ignore[arg-type]
+    assert repository._options.initialize_schema == "never"
+    with pytest.warns(DeprecationWarning, match="initialize_schema"):
+        store = CassandraVectorStore(
+            cluster, HashingEmbeddingModel(), keyspace="ks", create_schema=False
+        )
+    assert not store._initialize_schema
 
 
 def test_driver_options_reach_the_cluster_and_unknown_url_parameters_are_refused() -> None:

@@ -13,8 +13,13 @@ from neo4j import GraphDatabase
 from chatmem.backend import run_all
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import AssistantMessage, SystemMessage, UserMessage
+from chatmem.testing.vectors import HashingEmbeddingModel
 from chatmem_repositories import create_async_repository, create_repository
-from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
+from chatmem_repositories.neo4j import (
+    AsyncNeo4jChatMemoryRepository,
+    Neo4jChatMemoryRepository,
+    Neo4jVectorStore,
+)
 from chatmem_repositories.neo4j._codec import NO_POSITION
 from chatmem_repositories.neo4j._cypher import Statements
 from chatmem_repositories.neo4j._options import driver_settings
@@ -221,6 +226,19 @@ def test_former_option_names_still_work_with_a_deprecation_warning(
         settings = driver_settings(f"bolt://h:7687?{old}={value}", {})
     got = getattr(settings.options, new)
     assert (got.total_seconds() if new == "connect_timeout" else got) == expected
+
+
+def test_the_former_create_schema_keyword_still_works_with_a_deprecation_warning() -> None:
+    driver = GraphDatabase.driver("bolt://127.0.0.1:1")
+    try:
+        with pytest.warns(DeprecationWarning, match="initialize_schema"):
+            repository = Neo4jChatMemoryRepository(driver, create_schema=False)
+        assert repository._schema_ready  # nothing to create
+        with pytest.warns(DeprecationWarning, match="initialize_schema"):
+            store = Neo4jVectorStore(driver, HashingEmbeddingModel(), create_schema=False)
+        assert store._schema_ready
+    finally:
+        driver.close()
 
 
 def test_driver_options_reach_the_driver_and_unknown_url_parameters_are_refused() -> None:

@@ -18,6 +18,7 @@ from chatmem.backend import (
     VectorFilter,
     api,
     check_flavor,
+    check_initialize_schema,
     documents_from_rows,
     embed_documents,
 )
@@ -69,6 +70,7 @@ class CassandraVectorStore(BaseVectorStore):
         dimensions: Vector length; asked of the embedding model when ``None``.
         initialize_schema: ``"always"`` creates the table and indexes on first use;
             ``"never"`` expects them to exist.
+        create_schema: Deprecated: ``initialize_schema`` (``True`` is ``"always"``).
 
     Raises:
         ConfigurationError: If a name is not an identifier or the model is of the other flavor.
@@ -83,17 +85,15 @@ class CassandraVectorStore(BaseVectorStore):
         table: str = "vector_documents",
         dimensions: int | None = None,
         initialize_schema: InitializeSchema = "always",
+        create_schema: bool | None = None,
     ) -> None:
         super().__init__(embedding_model, dimensions=dimensions)
-        if initialize_schema not in ("always", "never"):
-            raise ConfigurationError(
-                f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
-            )
+        create = check_initialize_schema(initialize_schema, deprecated=create_schema)
         self._cql = VectorCql.create(keyspace, table)
         self._session: Session | None = session if isinstance(session, Session) else None
         self._cluster = session if isinstance(session, Cluster) else session.cluster
         self._owns_cluster = False
-        self._initialize_schema = initialize_schema == "always"
+        self._initialize_schema = create
         self._prepared: dict[str, PreparedStatement] = {}
         self._ready = False
         self._lock = Lock()

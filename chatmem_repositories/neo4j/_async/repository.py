@@ -17,13 +17,14 @@ from chatmem.backend import (
     StoredMessage,
     async_sleep,
     check_clock,
+    check_initialize_schema,
     check_limit,
     conversation_page,
     normalize_ttl,
     unique_by_id,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.exceptions import ConfigurationError, RepositoryError
+from chatmem.exceptions import RepositoryError
 from chatmem.messages import Message, MessageType
 from chatmem_repositories._deadline import Deadline, arm
 from chatmem_repositories._options import InitializeSchema
@@ -100,6 +101,7 @@ class AsyncNeo4jChatMemoryRepository:
             the default, uses the server's clock (Cypher's ``timestamp()``), so every
             application server agrees; tests pass :class:`chatmem.testing.ManualClock` to
             step over a TTL instead of sleeping.
+        create_schema: Deprecated: ``initialize_schema`` (``True`` is ``"always"``).
     """
 
     db_system: ClassVar[str] = "neo4j"
@@ -116,17 +118,15 @@ class AsyncNeo4jChatMemoryRepository:
         retry_time: timedelta | float = 10.0,
         read_timeout: timedelta | float | None = 30.0,
         clock: Clock | None = None,
+        create_schema: bool | None = None,
     ) -> None:
         self._statements = Statements.for_prefix(label_prefix)
         self._driver = driver
         self._database = database
         self._ttl_ms = ttl_millis(normalize_ttl(ttl))
         self._clock = None if clock is None else check_clock(clock)
-        if initialize_schema not in ("always", "never"):
-            raise ConfigurationError(
-                f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
-            )
-        self._schema_ready = initialize_schema == "never"
+        create = check_initialize_schema(initialize_schema, deprecated=create_schema)
+        self._schema_ready = not create
         self._schema_lock = AsyncLock()
         self._retry_seconds = (
             retry_time.total_seconds() if isinstance(retry_time, timedelta) else float(retry_time)

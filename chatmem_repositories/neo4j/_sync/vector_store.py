@@ -18,6 +18,7 @@ from chatmem.backend import (
     api,
     check_flavor,
     check_identifier,
+    check_initialize_schema,
     documents_from_rows,
     embed_documents,
 )
@@ -68,6 +69,7 @@ class Neo4jVectorStore(BaseVectorStore):
             search seeks through the first of them that the filter names.
         initialize_schema: ``"always"`` creates the constraint and indexes on first use;
             ``"never"`` expects them to exist.
+        create_schema: Deprecated: ``initialize_schema`` (``True`` is ``"always"``).
 
     Raises:
         ConfigurationError: If a name is not an ASCII identifier or the model is of the
@@ -85,17 +87,15 @@ class Neo4jVectorStore(BaseVectorStore):
         dimensions: int | None = None,
         indexed_keys: Sequence[str] = ("conversation_id", "owner"),
         initialize_schema: InitializeSchema = "always",
+        create_schema: bool | None = None,
     ) -> None:
         super().__init__(embedding_model, dimensions=dimensions)
-        if initialize_schema not in ("always", "never"):
-            raise ConfigurationError(
-                f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"
-            )
+        create = check_initialize_schema(initialize_schema, deprecated=create_schema)
         self._statements = VectorStatements.create(label, index_name)
         self._indexed_keys = [check_identifier(k, "an indexed key") for k in indexed_keys]
         self._driver = driver
         self._database = database
-        self._schema_ready = initialize_schema == "never"
+        self._schema_ready = not create
         self._schema_lock = Lock()
         self._owns_driver = False
 
