@@ -5,7 +5,8 @@ few conversations while purgers call ``purge_expired``; every call is recorded w
 interval and outcome, and :func:`chatmem.testing.check_history` judges the history. With a time
 to live, the workers pause between cycles until every conversation has expired, so each cycle
 starts by reviving them while the purgers run: the race between a revive and a purge is
-exercised on every conversation, every cycle.
+exercised on every conversation, every cycle. Given a clock that the repository reads, the
+pause advances the clock instead of sleeping.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from chatmem.exceptions import (
     RepositoryTimeoutError,
 )
 from chatmem.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from chatmem.testing._clock import ManualClock
 from chatmem.testing._history import History, HistoryReport, Operation, Outcome
 from chatmem.testing._report import check_history
 from chatmem.testing._schedule import CheckerSettings, Step, plan, plan_revives, resolve_seed
@@ -93,6 +95,9 @@ class AsyncHistoryChecker:
             conversation; default ``1.1 * ttl + 0.1``.
         expiry_slack: How much earlier than ``ttl`` the store may expire a conversation.
         settings: Size of the run.
+        clock: A clock to create the repository with (``clock=``, for a repository that
+            reads the time from it for every expiry decision). The pauses between cycles
+            then advance it instead of sleeping; the recorded times advance with it.
     """
 
     def __init__(
@@ -104,6 +109,7 @@ class AsyncHistoryChecker:
         expiry_pause: float | None = None,
         expiry_slack: float = 0.05,
         settings: CheckerSettings | None = None,
+        clock: ManualClock | None = None,
     ) -> None:
         self.seed = resolve_seed(seed)
         """The seed of this run's schedule."""
@@ -112,6 +118,10 @@ class AsyncHistoryChecker:
         self.expiry_slack = expiry_slack
         self.settings = settings or CheckerSettings()
         self._factory = repository_factory
+        self._clock = clock
+        # Seconds the clock was advanced: added to every recorded time, so the history shows
+        # the pauses the store saw and the checker allows the expiry they caused.
+        self._advanced = 0.0
         self._tag = uuid.uuid4().hex[:8]
         self._conversations = [
             f"history-{self._tag}-c{i}" for i in range(self.settings.conversations)
@@ -148,13 +158,15 @@ class AsyncHistoryChecker:
         options: dict[str, Any] = {}
         if self.ttl is not None:
             options["ttl"] = timedelta(seconds=self.ttl)
+        if self._clock is not None:
+            options["clock"] = self._clock
         repository = await self._factory(**options)
         started = time.monotonic()
         try:
             workers = [_Worker(n, f"w{n}") for n in range(self.settings.workers)]
             for cycle in range(self.settings.cycles):
                 if cycle:
-                    await async_sleep(self.expiry_pause)
+                    await self._pause()
                 await self._cycle(repository, workers, cycle)
             seconds = time.monotonic() - started
         finally:
@@ -172,6 +184,17 @@ class AsyncHistoryChecker:
             started=started,
         )
         return HistoryReport(history, seconds, len(self._revived))
+
+    async def _pause(self) -> None:
+        # Nothing is in flight between cycles, so no recorded interval straddles the jump.
+        if self._clock is None:
+            await async_sleep(self.expiry_pause)
+        else:
+            self._clock.advance(self.expiry_pause)
+            self._advanced += self.expiry_pause
+
+    def _now(self) -> float:
+        return time.monotonic() + self._advanced
 
     # -- one cycle --------------------------------------------------------------------------------
 
@@ -446,7 +469,7 @@ class AsyncHistoryChecker:
         """Make one call and record it: interval, outcome, and what ``capture`` keeps of it."""
         index = next(self._counter)
         error = ""
-        invoked = time.monotonic()
+        invoked = self._now()
         try:
             result = await call()
         except RepositoryOutcomeUnknownError as exc:  # the answer was lost: maybe applied
@@ -463,7 +486,7 @@ class AsyncHistoryChecker:
             outcome = Outcome.OK
             if capture is not None:
                 fields.update(capture(result))
-        completed = time.monotonic()
+        completed = self._now()
         operation = Operation(
             index, process, action, conversation, invoked, completed, outcome, error=error, **fields
         )

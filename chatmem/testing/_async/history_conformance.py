@@ -20,6 +20,7 @@ import pytest
 
 from chatmem._async.repository import AsyncChatMemoryLog
 from chatmem.testing._async.history_checker import AsyncHistoryChecker
+from chatmem.testing._clock import ManualClock
 from chatmem.testing._schedule import CheckerSettings
 
 __all__ = ["AsyncHistoryCheckerConformance"]
@@ -44,6 +45,11 @@ class AsyncHistoryCheckerConformance:
     """How much earlier than its time to live the store may expire a conversation."""
     checker_settings: ClassVar[CheckerSettings] = CheckerSettings()
     """Size of the run."""
+    supports_clock: ClassVar[bool] = False
+    """True when ``repository_factory(clock=...)`` makes a repository that reads the time from
+    ``clock`` for every expiry decision (the same switch as the repository conformance
+    suite's): the checker then advances a :class:`~chatmem.testing.ManualClock` over its
+    pauses between cycles instead of sleeping through them."""
 
     @pytest.mark.asyncio
     async def test_concurrent_history_is_consistent(self, repository_factory: Factory) -> None:
@@ -53,6 +59,7 @@ class AsyncHistoryCheckerConformance:
             expiry_pause=self.checker_expiry_pause,
             expiry_slack=self.checker_expiry_slack,
             settings=self.checker_settings,
+            clock=ManualClock() if self.supports_clock else None,
         )
         report = await checker.run()
         print(f"history checker: {report.summary()}")  # shown with pytest -s or -rP

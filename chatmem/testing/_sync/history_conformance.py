@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from chatmem._sync.repository import ChatMemoryLog
+from chatmem.testing._clock import ManualClock
 from chatmem.testing._schedule import CheckerSettings
 from chatmem.testing._sync.history_checker import HistoryChecker
 
@@ -44,6 +45,11 @@ class HistoryCheckerConformance:
     """How much earlier than its time to live the store may expire a conversation."""
     checker_settings: ClassVar[CheckerSettings] = CheckerSettings()
     """Size of the run."""
+    supports_clock: ClassVar[bool] = False
+    """True when ``repository_factory(clock=...)`` makes a repository that reads the time from
+    ``clock`` for every expiry decision (the same switch as the repository conformance
+    suite's): the checker then advances a :class:`~chatmem.testing.ManualClock` over its
+    pauses between cycles instead of sleeping through them."""
 
     def test_concurrent_history_is_consistent(self, repository_factory: Factory) -> None:
         checker = HistoryChecker(
@@ -52,6 +58,7 @@ class HistoryCheckerConformance:
             expiry_pause=self.checker_expiry_pause,
             expiry_slack=self.checker_expiry_slack,
             settings=self.checker_settings,
+            clock=ManualClock() if self.supports_clock else None,
         )
         report = checker.run()
         print(f"history checker: {report.summary()}")  # shown with pytest -s or -rP
