@@ -88,6 +88,15 @@ def test_driver_options_reach_the_driver_and_win_over_the_url() -> None:
         assert name == "from-driver-options"
 
 
+def test_a_driver_parameter_given_as_a_keyword_reaches_the_driver() -> None:
+    with SqlChatMemoryRepository.from_url(
+        server_url("postgresql"), application_name="chatmem-keyword"
+    ) as repository:
+        with repository._engine.connect() as connection:
+            name = connection.execute(text("SHOW application_name")).scalar()
+        assert name == "chatmem-keyword"
+
+
 def test_driver_options_reach_sqlite(tmp_path: Path) -> None:
     made: list[sqlite3.Connection] = []
 
