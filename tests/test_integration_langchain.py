@@ -167,6 +167,11 @@ def test_model_tool_calls_are_stored_and_trimmed(repository: Any) -> None:
     assert trimmed[2].tool_call_id == trimmed[1].tool_calls[0]["id"] == "t2"  # type: ignore[attr-defined]
 
 
+def test_rejects_a_window_below_one() -> None:
+    with pytest.raises(ConfigurationError, match="at least 1"):
+        ChatmemMessageHistory("x", InMemoryChatMemoryRepository(), max_messages=0)
+
+
 def test_rejects_two_sync_repositories() -> None:
     with pytest.raises(ConfigurationError):
         ChatmemMessageHistory(

@@ -75,6 +75,8 @@ class ChatmemMessageHistory(BaseChatMessageHistory):
         async_repository: AsyncChatMemoryRepository | None = None,
     ) -> None:
         validate_conversation_id(conversation_id)
+        if max_messages is not None and max_messages < 1:
+            raise ConfigurationError(f"max_messages must be at least 1, got {max_messages!r}")
         self.conversation_id = conversation_id
         """The conversation this history reads and writes."""
         self.max_messages = max_messages
