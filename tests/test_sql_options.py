@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from chatmem import SystemMessage, UserMessage
 from chatmem.exceptions import ConfigurationError, RepositoryError
+from chatmem.repository import AsyncServerInfo, ServerInfo
 from chatmem.testing import ManualClock
 from chatmem_repositories import create_repository
 from chatmem_repositories.sql import AsyncSqlChatMemoryRepository, SqlChatMemoryRepository
@@ -136,6 +137,7 @@ def test_server_version_and_db_system(url: str) -> None:
         product, system = EXPECTED[repository._backend]
         assert version.startswith(product), version
         assert repository.db_system == system
+        assert isinstance(repository, ServerInfo)
         assert "\n" not in version
         assert " on " not in version  # PostgreSQL's platform part is dropped
 
@@ -147,6 +149,7 @@ async def test_server_version_async(url: str) -> None:
         product, system = EXPECTED[repository._backend]
         assert version.startswith(product), version
         assert repository.db_system == system
+        assert isinstance(repository, AsyncServerInfo)
     finally:
         await repository.aclose()
 
