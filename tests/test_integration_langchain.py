@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +19,9 @@ from langchain_core.tools import tool
 
 from chatmem import ConfigurationError, InMemoryChatMemoryRepository
 from chatmem.interop.langchain import ChatmemMessageHistory
+from chatmem_repositories import create_async_repository, create_repository
 from tests import integration_backends
-from tests.integration_backends import new_conversation_id
+from tests.integration_backends import new_conversation_id, url_of
 
 repository = integration_backends.repository
 async_repository = integration_backends.async_repository
@@ -177,3 +179,25 @@ def test_rejects_two_sync_repositories() -> None:
         ChatmemMessageHistory(
             "x", InMemoryChatMemoryRepository(), async_repository=InMemoryChatMemoryRepository()
         )
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql", "redis"])
+async def test_sync_and_async_repositories_share_the_conversation(
+    backend: str, tmp_path: Path
+) -> None:
+    url = url_of(backend, tmp_path)
+    sync_repo = create_repository(url)
+    async_repo = create_async_repository(url)
+    try:
+        history = ChatmemMessageHistory(
+            new_conversation_id(), sync_repo, async_repository=async_repo, max_messages=10
+        )
+        history.add_messages(tool_round("s1"))
+        await history.aadd_messages(tool_round("a1"))
+        assert [m.type for m in await history.aget_messages()] == [m.type for m in history.messages]
+        assert len(history.messages) == 8
+        await history.aclear()
+        assert history.messages == []
+    finally:
+        await async_repo.aclose()
+        sync_repo.close()
