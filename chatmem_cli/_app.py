@@ -9,8 +9,6 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
 
-# Registers export, import and migrate on the app.
-import chatmem_cli._transfer_cli  # noqa: F401
 from chatmem_cli._application import OwnerOption, app, checked_conversation_id
 from chatmem_cli._chat import run_chat
 from chatmem_cli._common import (
@@ -26,6 +24,7 @@ from chatmem_cli._demo import run_demo
 from chatmem_cli._doctor import doctor_checks, reach_server
 from chatmem_cli._inspect import list_page, show_conversation
 from chatmem_cli._maintenance import prune_older_than
+from chatmem_cli._transfer_cli import export_command, import_command, migrate_command
 from chatmem_repositories import redact_url
 from chatmem_repositories._options import Duration
 
@@ -41,7 +40,6 @@ def _duration(text: str) -> timedelta:
         fail(f"{text!r} is not a duration: give seconds (3600) or ISO 8601 (P30D, PT12H)")
 
 
-@app.command()
 @command_errors
 def conversations(
     url: UrlOption = None,
@@ -54,7 +52,6 @@ def conversations(
         list_page(repository, owner=owner, limit=limit, cursor=cursor)
 
 
-@app.command()
 @command_errors
 def show(
     conversation_id: Annotated[str, typer.Argument(metavar="ID", help="The conversation.")],
@@ -79,7 +76,6 @@ def show(
         fail(f"no conversation {conversation_id!r}")
 
 
-@app.command()
 @command_errors
 def delete(
     conversation_id: Annotated[str, typer.Argument(metavar="ID", help="The conversation.")],
@@ -99,7 +95,6 @@ def delete(
     console.print(f"Deleted conversation {conversation_id!r}.", markup=False)
 
 
-@app.command()
 @command_errors
 def prune(
     url: UrlOption = None,
@@ -133,7 +128,6 @@ def prune(
             )
 
 
-@app.command()
 @command_errors
 def doctor(
     url: UrlOption = None,
@@ -157,7 +151,6 @@ def doctor(
         raise typer.Exit(1)
 
 
-@app.command()
 @command_errors
 def chat(
     conversation_id: Annotated[str, typer.Argument(metavar="ID", help="The conversation.")],
@@ -191,13 +184,29 @@ def chat(
         )
 
 
-@app.command()
 @command_errors
 def demo(url: UrlOption = None) -> None:
     """Walk through a scripted conversation (no LLM, no server): what is sent, stored, evicted."""
     resolved = resolve_url(url)
     with open_log(resolved) as repository:
         run_demo(repository, redact_url(resolved))
+
+
+# Registered here, in the order `chatmem --help` lists them: the demo first, then reading,
+# moving, maintaining and chatting.
+for _name, _command in (
+    ("demo", demo),
+    ("conversations", conversations),
+    ("show", show),
+    ("delete", delete),
+    ("export", export_command),
+    ("import", import_command),
+    ("migrate", migrate_command),
+    ("prune", prune),
+    ("doctor", doctor),
+    ("chat", chat),
+):
+    app.command(_name)(_command)
 
 
 def main() -> None:

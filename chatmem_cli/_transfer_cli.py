@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from chatmem import ChatMemError
-from chatmem_cli._application import OwnerOption, app, progress_bar
+from chatmem_cli._application import OwnerOption, progress_bar
 from chatmem_cli._common import (
     UrlOption,
     command_errors,
@@ -30,7 +30,6 @@ from chatmem_repositories import redact_url
 __all__ = ["export_command", "import_command", "migrate_command"]
 
 
-@app.command("export")
 @command_errors
 def export_command(
     output: Annotated[
@@ -61,7 +60,6 @@ def export_command(
     )
 
 
-@app.command("import")
 @command_errors
 def import_command(
     source: Annotated[Path, typer.Argument(help="JSON Lines file to read, or - for stdin.")],
@@ -111,7 +109,6 @@ def import_command(
         )
 
 
-@app.command("migrate")
 @command_errors
 def migrate_command(
     source_url: Annotated[str, typer.Argument(metavar="SRC_URL", help="Copy from here.")],
