@@ -1,0 +1,195 @@
+"""Read conversations stored by LangChain's chat message histories, to import them.
+
+Three sources, each read with its own driver (imported only when used):
+
+- :func:`langchain_postgres_conversations`: the table of ``langchain_postgres``'
+  ``PostgresChatMessageHistory`` (``id``, ``session_id``, ``message`` JSONB, ``created_at``);
+- :func:`langchain_sql_conversations`: the table of ``langchain_community``'s
+  ``SQLChatMessageHistory`` (``id``, ``session_id``, ``message`` JSON text), on any database
+  SQLAlchemy reaches;
+- :func:`langchain_redis_conversations`: the lists of ``langchain_community``'s
+  ``RedisChatMessageHistory`` (``message_store:<session>``, newest first).
+
+Each yields :class:`ImportedConversation` objects; :func:`import_conversations` appends them to
+a chatmem repository. Every message gets its LangChain id or, when LangChain stored none, an id
+derived from where it is stored (UUIDv5 of source, session and row), so importing again stores
+nothing new: appends skip ids already stored. Message creation times are the row's
+``created_at`` for langchain-postgres; the other two sources store no time, so messages get
+the import time (what the source lost before it reached chatmem). Needs
+``pip install "chatmem[langchain]"`` plus the driver of the source.
+
+Example:
+    ```python
+    from chatmem import InMemoryChatMemoryRepository
+    from chatmem.interop.langchain_import import import_conversations, langchain_sql_conversations
+
+    repository = InMemoryChatMemoryRepository()
+    report = import_conversations(langchain_sql_conversations("sqlite:///langchain.db"), repository)
+    ```
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import groupby
+from typing import Any
+
+from chatmem.interop._common import require
+from chatmem.messages import Message
+from chatmem.repository import ChatMemoryLog, ChatMemoryRepository
+
+require("langchain_core", "langchain")
+
+from langchain_core.messages import messages_from_dict  # noqa: E402
+
+from chatmem.interop.langchain import from_langchain  # noqa: E402
+
+__all__ = [
+    "ImportReport",
+    "ImportedConversation",
+    "import_conversations",
+    "langchain_postgres_conversations",
+    "langchain_redis_conversations",
+    "langchain_sql_conversations",
+]
+
+_NAMESPACE = uuid.UUID("6f1c3a52-7d0e-4f43-9b7e-2f0b8f0c1a11")
+
+
+@dataclass(frozen=True)
+class ImportedConversation:
+    """One conversation read from a source."""
+
+    conversation_id: str
+    """The source's session id."""
+    messages: list[Message]
+    """Its messages, oldest first, with stable ids."""
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What :func:`import_conversations` did."""
+
+    conversations: int
+    """Conversations read."""
+    messages_read: int
+    """Messages read."""
+    messages_stored: int
+    """Messages newly stored (0 when everything was imported before)."""
+
+
+def _convert(
+    source: str, session: str, rows: Sequence[tuple[Any, Any, datetime | None]]
+) -> ImportedConversation:
+    """Convert one session's rows (row key, message dict, time) to chatmem messages."""
+    originals = messages_from_dict([data for _, data, _ in rows])
+    for original, (key, _, _) in zip(originals, rows, strict=True):
+        if not original.id:
+            original.id = str(uuid.uuid5(_NAMESPACE, f"{source}\n{session}\n{key}"))
+    converted = from_langchain(originals)
+    times = [at for _, _, at in rows]
+    if len(converted) == len(rows) and all(at is not None for at in times):
+        converted = [
+            m.model_copy(update={"created_at": at}) for m, at in zip(converted, times, strict=True)
+        ]
+    return ImportedConversation(session, converted)
+
+
+def langchain_postgres_conversations(
+    url: str, table_name: str = "langchain_chat_history"
+) -> Iterator[ImportedConversation]:
+    """Read every session of a ``langchain_postgres`` chat history table.
+
+    Args:
+        url: A PostgreSQL URL (``postgresql://`` or ``postgresql+psycopg://``).
+        table_name: The table ``PostgresChatMessageHistory`` wrote.
+    """
+    psycopg = require("psycopg", "postgresql")
+    from psycopg import sql
+
+    query = sql.SQL(
+        "SELECT session_id, id, message, created_at FROM {} ORDER BY session_id, id"
+    ).format(sql.Identifier(table_name))
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        rows = connection.execute(query)
+        for session, group in groupby(rows, key=lambda row: str(row[0])):
+            items = [(row_id, message, at) for _, row_id, message, at in group]
+            yield _convert(f"langchain-postgres:{table_name}", session, items)
+
+
+def langchain_sql_conversations(
+    url: str, table_name: str = "message_store"
+) -> Iterator[ImportedConversation]:
+    """Read every session of a ``SQLChatMessageHistory`` table.
+
+    Args:
+        url: A SQLAlchemy URL.
+        table_name: The table ``SQLChatMessageHistory`` wrote.
+    """
+    sqlalchemy = require("sqlalchemy", "sql")
+    engine = sqlalchemy.create_engine(url)
+    table = sqlalchemy.Table(table_name, sqlalchemy.MetaData(), autoload_with=engine)
+    query = sqlalchemy.select(table.c.session_id, table.c.id, table.c.message).order_by(
+        table.c.session_id, table.c.id
+    )
+    try:
+        with engine.connect() as connection:
+            for session, group in groupby(connection.execute(query), key=lambda row: str(row[0])):
+                items = [(row_id, json.loads(message), None) for _, row_id, message in group]
+                yield _convert(f"langchain-sql:{table_name}", session, items)
+    finally:
+        engine.dispose()
+
+
+def langchain_redis_conversations(
+    url: str, key_prefix: str = "message_store:"
+) -> Iterator[ImportedConversation]:
+    """Read every session of ``RedisChatMessageHistory`` lists.
+
+    Args:
+        url: A Redis URL.
+        key_prefix: The prefix the histories used.
+    """
+    redis = require("redis", "redis")
+    client = redis.Redis.from_url(url)
+    try:
+        for key in sorted(client.scan_iter(match=_glob_escape(key_prefix) + "*", count=1000)):
+            session = key.decode()[len(key_prefix) :]
+            # LPUSH keeps the newest first; the index counts from the oldest.
+            items = [
+                (index, json.loads(raw), None)
+                for index, raw in enumerate(reversed(client.lrange(key, 0, -1)))
+            ]
+            yield _convert(f"langchain-redis:{key_prefix}", session, items)
+    finally:
+        client.close()
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def import_conversations(
+    conversations: Iterable[ImportedConversation], repository: ChatMemoryRepository
+) -> ImportReport:
+    """Append imported conversations to a repository; running it again stores nothing.
+
+    Args:
+        conversations: What a source function yields.
+        repository: A chatmem repository with the log capabilities (every built-in backend).
+
+    Raises:
+        TypeError: If the repository cannot append.
+    """
+    if not isinstance(repository, ChatMemoryLog):
+        raise TypeError("importing needs a repository that appends (a ChatMemoryLog)")
+    count = read = stored = 0
+    for conversation in conversations:
+        count += 1
+        read += len(conversation.messages)
+        stored += len(repository.append(conversation.conversation_id, conversation.messages))
+    return ImportReport(count, read, stored)
