@@ -121,8 +121,8 @@ def test_driver_options_reach_the_cluster_and_unknown_url_parameters_are_refused
     repository = CassandraChatMemoryRepository.from_url(
         "cassandra://127.0.0.1:9043/ks", driver_options={"protocol_version": 5, "port": 9999}
     )
-    assert repository._db.cluster.protocol_version == 5
-    assert repository._db.cluster.port == 9999  # driver_options win over chatmem's
+    assert repository._db.ref.get().protocol_version == 5
+    assert repository._db.ref.get().port == 9999  # driver_options win over chatmem's
     repository.close()
     with pytest.raises(ConfigurationError, match=r"'protocol_version'.*driver_options"):
         CassandraChatMemoryRepository.from_url("cassandra://127.0.0.1/ks?protocol_version=5")
@@ -142,7 +142,8 @@ def test_url_hosts_and_password_stay_out_of_repr() -> None:
     assert "10.0.0.2" in text
     assert "chat" in text
     assert "s3cret" not in text
-    assert repository._db.cluster.port == 9043
+    assert repository._db.ref.built is None  # nothing resolved or connected yet
+    assert repository._db.ref.get().port == 9043
     assert repository._ttl == 60
 
 

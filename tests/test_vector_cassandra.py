@@ -101,7 +101,9 @@ def test_from_url_owns_its_connection_and_searches() -> None:
         store.delete_where({"run": "from_url"})
     finally:
         store.close()
-    assert store._cluster.is_shutdown
+    cluster = store._ref.built
+    assert cluster is not None
+    assert cluster.is_shutdown
 
 
 def test_from_url_refuses_an_unknown_option_before_connecting() -> None:

@@ -45,6 +45,8 @@ __all__ = [
     "VECTOR_WRITES_IN_FLIGHT",
     "AsyncSemaphore",
     "AsyncSessionAdapter",
+    "ClusterRef",
+    "LazyCluster",
     "Row",
     "Semaphore",
     "SessionAdapter",
@@ -67,18 +69,93 @@ Row = dict[str, Any]
 _DDL_TIMEOUT = 60.0
 
 
+class LazyCluster:
+    """Builds the URL's ``Cluster`` when first called, not when the repository is made.
+
+    Constructing a ``Cluster`` resolves the contact points (DNS): ``from_url`` must not, and
+    an async repository must not on its event loop, so it happens on the set-up thread.
+
+    Args:
+        settings: Contact points, port and credentials from the URL.
+        options: The repository's options.
+        driver_options: Further ``Cluster`` keyword arguments.
+    """
+
+    def __init__(
+        self,
+        settings: ConnectionSettings,
+        options: CassandraOptions,
+        driver_options: dict[str, Any],
+    ) -> None:
+        self.settings = settings
+        self.options = options
+        self.driver_options = driver_options
+
+    @property
+    def hosts(self) -> list[str]:
+        """The contact points, as the URL names them."""
+        return list(self.settings.hosts)
+
+    def __call__(self) -> Cluster:
+        """Build the cluster (not connected)."""
+        return new_cluster(self.settings, self.options, self.driver_options)
+
+
+class ClusterRef:
+    """A session, a cluster, or a callable that builds a cluster on first use.
+
+    Args:
+        client: What the repository or store was handed.
+    """
+
+    def __init__(self, client: Session | Cluster | Callable[[], Cluster]) -> None:
+        self.session: Session | None = client if isinstance(client, Session) else None
+        self._cluster: Cluster | None = None
+        self._factory: Callable[[], Cluster] | None = None
+        if isinstance(client, Session):
+            self._cluster = client.cluster
+        elif isinstance(client, Cluster):
+            self._cluster = client
+        else:
+            self._factory = client
+
+    @property
+    def built(self) -> Cluster | None:
+        """The cluster, or ``None`` if the factory was not called yet."""
+        return self._cluster
+
+    def get(self) -> Cluster:
+        """Return the cluster, building it first if needed (call off the event loop)."""
+        if self._cluster is None:
+            assert self._factory is not None
+            with driver_errors():
+                self._cluster = self._factory()
+        return self._cluster
+
+    def hosts(self) -> list[str]:
+        """The contact points, without building anything."""
+        if self._cluster is not None:
+            return [str(host) for host in self._cluster.contact_points]
+        return list(getattr(self._factory, "hosts", ()))
+
+
 class _Connection:
     """What both adapters share: set-up, prepared statements and statement building."""
 
     def __init__(
-        self, cql: Cql, options: CassandraOptions, client: Session | Cluster, *, owned: bool
+        self,
+        cql: Cql,
+        options: CassandraOptions,
+        client: Session | Cluster | Callable[[], Cluster],
+        *,
+        owned: bool,
     ) -> None:
         self.cql = cql
         self.options = options
         self.owns_session = owned
         """Whether shutting down is this adapter's job (the client came from ``from_url``)."""
-        self.session: Session | None = client if isinstance(client, Session) else None
-        self.cluster: Cluster = client if isinstance(client, Cluster) else client.cluster
+        self.ref = ClusterRef(client)
+        self.session: Session | None = self.ref.session
         self.prepared: dict[str, PreparedStatement] = {}
         self.read_profile: ExecutionProfile | None = None
         self.write_profile: ExecutionProfile | None = None
@@ -89,7 +166,7 @@ class _Connection:
         """Connect (if this adapter owns the session), create the schema, prepare statements."""
         with driver_errors():
             if self.session is None:
-                self.session = self.cluster.connect()
+                self.session = self.ref.get().connect()
             session = self.session
             opts = self.options
             if opts.create_keyspace:
@@ -120,8 +197,9 @@ class _Connection:
 
     def shutdown_blocking(self) -> None:
         """Shut the cluster down if this adapter created it."""
-        if self.owns_session:
-            self.cluster.shutdown()
+        cluster = self.ref.built
+        if self.owns_session and cluster is not None:
+            cluster.shutdown()
 
     def bind(self, name: str, parameters: Sequence[Any]) -> Statement:
         """Bind a prepared statement."""
@@ -138,7 +216,7 @@ class _Connection:
 
     def timestamp(self) -> int:
         """Return a write timestamp from the driver's own monotonic generator."""
-        return int(self.cluster.timestamp_generator())
+        return int(self.ref.get().timestamp_generator())
 
     def _profile(self, write: bool) -> ExecutionProfile:
         profile = self.write_profile if write else self.read_profile
@@ -264,7 +342,7 @@ class AsyncSessionAdapter(_Connection):
         """Shut the cluster down (on a thread) if this adapter owns it."""
         if not self.closed:
             self.closed = True
-            if self.owns_session:
+            if self.owns_session and self.ref.built is not None:
                 await async_on_thread(self.shutdown_blocking)
 
 

@@ -6,7 +6,7 @@ import itertools
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -42,8 +42,8 @@ from chatmem_repositories.cassandra._codec import (
 )
 from chatmem_repositories.cassandra._drivers import (
     AsyncSessionAdapter,
+    LazyCluster,
     Row,
-    new_cluster,
     ttl_seconds,
 )
 from chatmem_repositories.cassandra._errors import is_paxos_contention
@@ -125,8 +125,9 @@ class AsyncCassandraChatMemoryRepository:
         ```
 
     Args:
-        session: A connected driver session, or a ``Cluster`` to connect on first use; the
-            repository borrows it and never shuts it down. Use :meth:`from_url` to let the
+        session: A connected driver session, a ``Cluster`` to connect on first use, or a
+            callable that builds one on first use; the repository borrows a session or
+            cluster and never shuts it down. Use :meth:`from_url` to let the
             repository own its connection.
         keyspace: The keyspace of the tables.
         ttl: Expire a conversation this long after its last append (seconds or a timedelta);
@@ -153,7 +154,7 @@ class AsyncCassandraChatMemoryRepository:
 
     def __init__(
         self,
-        session: Session | Cluster,
+        session: Session | Cluster | Callable[[], Cluster],
         *,
         keyspace: str,
         ttl: timedelta | float | None = None,
@@ -222,14 +223,14 @@ class AsyncCassandraChatMemoryRepository:
             ConfigurationError: For a malformed URL or an unknown or invalid option.
         """
         settings, parsed, driver_options = parse_url(url, options)
-        cluster = new_cluster(settings, parsed, driver_options)
         chosen = parsed.model_dump(exclude={"local_datacenter", "connect_timeout"})
+        cluster = LazyCluster(settings, parsed, driver_options)
         repository = cls(cluster, keyspace=settings.keyspace, **chosen)
         repository._db.owns_session = True
         return repository
 
     def __repr__(self) -> str:
-        hosts = [str(h) for h in self._db.cluster.contact_points]
+        hosts = self._db.ref.hosts()
         return f"{type(self).__name__}(hosts={hosts!r}, keyspace={self._db.cql.keyspace!r})"
 
     async def _ready(self) -> AsyncSessionAdapter:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cassandra.cluster import Cluster, Session
@@ -28,10 +28,11 @@ from chatmem_repositories.cassandra._cql import VectorCql
 from chatmem_repositories.cassandra._drivers import (
     VECTOR_WRITES_IN_FLIGHT,
     AsyncSemaphore,
+    ClusterRef,
+    LazyCluster,
     async_execute,
     async_execute_all,
     async_on_thread,
-    new_cluster,
 )
 from chatmem_repositories.cassandra._errors import driver_errors
 from chatmem_repositories.cassandra._options import parse_url
@@ -60,8 +61,9 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         ```
 
     Args:
-        session: A connected driver session, or a ``Cluster`` to connect on first use. The
-            store never shuts a handed-in one down.
+        session: A connected driver session, a ``Cluster`` to connect on first use, or a
+            callable that builds one on first use. The store never shuts a handed-in
+            session or cluster down.
         embedding_model: Embeds documents and queries.
         keyspace: An existing keyspace.
         table: The table; created with its indexes on first use.
@@ -76,7 +78,7 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
 
     def __init__(
         self,
-        session: Session | Cluster,
+        session: Session | Cluster | Callable[[], Cluster],
         embedding_model: AsyncEmbeddingModel,
         *,
         keyspace: str,
@@ -88,8 +90,8 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         super().__init__(embedding_model, dimensions=dimensions)
         create = check_initialize_schema(initialize_schema, deprecated=create_schema)
         self._cql = VectorCql.create(keyspace, table)
-        self._session: Session | None = session if isinstance(session, Session) else None
-        self._cluster = session if isinstance(session, Cluster) else session.cluster
+        self._ref = ClusterRef(session)
+        self._session: Session | None = self._ref.session
         self._owns_cluster = False
         self._initialize_schema = create
         self._prepared: dict[str, PreparedStatement] = {}
@@ -127,9 +129,8 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         settings, parsed, driver_options = parse_url(url, options)
         VectorCql.create(settings.keyspace, table)  # a bad name leaks no cluster
         check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
-        cluster = new_cluster(settings, parsed, driver_options)
         store = cls(
-            cluster,
+            LazyCluster(settings, parsed, driver_options),
             embedding_model,
             keyspace=settings.keyspace,
             table=table,
@@ -160,7 +161,7 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
     def _set_up_blocking(self, dimensions: int) -> None:
         with driver_errors():
             if self._session is None:
-                self._session = self._cluster.connect()
+                self._session = self._ref.get().connect()
         cql, session = self._cql, self._session
         with driver_errors():
             if self._initialize_schema:
@@ -249,9 +250,10 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
 
     async def aclose(self) -> None:
         """Shut the cluster down if the store created it (:meth:`from_url`)."""
-        if self._owns_cluster:
+        cluster = self._ref.built
+        if self._owns_cluster and cluster is not None:
             self._owns_cluster = False
-            await async_on_thread(self._cluster.shutdown)
+            await async_on_thread(cluster.shutdown)
 
 
 def _declared_dimensions(rows: Sequence[object]) -> int | None:

@@ -8,7 +8,7 @@ import itertools
 import random
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -43,9 +43,9 @@ from chatmem_repositories.cassandra._codec import (
     stored,
 )
 from chatmem_repositories.cassandra._drivers import (
+    LazyCluster,
     Row,
     SessionAdapter,
-    new_cluster,
     ttl_seconds,
 )
 from chatmem_repositories.cassandra._errors import is_paxos_contention
@@ -127,8 +127,9 @@ class CassandraChatMemoryRepository:
         ```
 
     Args:
-        session: A connected driver session, or a ``Cluster`` to connect on first use; the
-            repository borrows it and never shuts it down. Use :meth:`from_url` to let the
+        session: A connected driver session, a ``Cluster`` to connect on first use, or a
+            callable that builds one on first use; the repository borrows a session or
+            cluster and never shuts it down. Use :meth:`from_url` to let the
             repository own its connection.
         keyspace: The keyspace of the tables.
         ttl: Expire a conversation this long after its last append (seconds or a timedelta);
@@ -155,7 +156,7 @@ class CassandraChatMemoryRepository:
 
     def __init__(
         self,
-        session: Session | Cluster,
+        session: Session | Cluster | Callable[[], Cluster],
         *,
         keyspace: str,
         ttl: timedelta | float | None = None,
@@ -224,14 +225,14 @@ class CassandraChatMemoryRepository:
             ConfigurationError: For a malformed URL or an unknown or invalid option.
         """
         settings, parsed, driver_options = parse_url(url, options)
-        cluster = new_cluster(settings, parsed, driver_options)
         chosen = parsed.model_dump(exclude={"local_datacenter", "connect_timeout"})
+        cluster = LazyCluster(settings, parsed, driver_options)
         repository = cls(cluster, keyspace=settings.keyspace, **chosen)
         repository._db.owns_session = True
         return repository
 
     def __repr__(self) -> str:
-        hosts = [str(h) for h in self._db.cluster.contact_points]
+        hosts = self._db.ref.hosts()
         return f"{type(self).__name__}(hosts={hosts!r}, keyspace={self._db.cql.keyspace!r})"
 
     def _ready(self) -> SessionAdapter:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cassandra.cluster import Cluster, Session
@@ -29,10 +29,11 @@ from chatmem_repositories.cassandra._codec import document_values, filter_values
 from chatmem_repositories.cassandra._cql import VectorCql
 from chatmem_repositories.cassandra._drivers import (
     VECTOR_WRITES_IN_FLIGHT,
+    ClusterRef,
+    LazyCluster,
     Semaphore,
     execute,
     execute_all,
-    new_cluster,
     on_thread,
 )
 from chatmem_repositories.cassandra._errors import driver_errors
@@ -62,8 +63,9 @@ class CassandraVectorStore(BaseVectorStore):
         ```
 
     Args:
-        session: A connected driver session, or a ``Cluster`` to connect on first use. The
-            store never shuts a handed-in one down.
+        session: A connected driver session, a ``Cluster`` to connect on first use, or a
+            callable that builds one on first use. The store never shuts a handed-in
+            session or cluster down.
         embedding_model: Embeds documents and queries.
         keyspace: An existing keyspace.
         table: The table; created with its indexes on first use.
@@ -78,7 +80,7 @@ class CassandraVectorStore(BaseVectorStore):
 
     def __init__(
         self,
-        session: Session | Cluster,
+        session: Session | Cluster | Callable[[], Cluster],
         embedding_model: EmbeddingModel,
         *,
         keyspace: str,
@@ -90,8 +92,8 @@ class CassandraVectorStore(BaseVectorStore):
         super().__init__(embedding_model, dimensions=dimensions)
         create = check_initialize_schema(initialize_schema, deprecated=create_schema)
         self._cql = VectorCql.create(keyspace, table)
-        self._session: Session | None = session if isinstance(session, Session) else None
-        self._cluster = session if isinstance(session, Cluster) else session.cluster
+        self._ref = ClusterRef(session)
+        self._session: Session | None = self._ref.session
         self._owns_cluster = False
         self._initialize_schema = create
         self._prepared: dict[str, PreparedStatement] = {}
@@ -129,9 +131,8 @@ class CassandraVectorStore(BaseVectorStore):
         settings, parsed, driver_options = parse_url(url, options)
         VectorCql.create(settings.keyspace, table)  # a bad name leaks no cluster
         check_flavor(embedding_model, "embed", is_async=api, role="embedding model")
-        cluster = new_cluster(settings, parsed, driver_options)
         store = cls(
-            cluster,
+            LazyCluster(settings, parsed, driver_options),
             embedding_model,
             keyspace=settings.keyspace,
             table=table,
@@ -162,7 +163,7 @@ class CassandraVectorStore(BaseVectorStore):
     def _set_up_blocking(self, dimensions: int) -> None:
         with driver_errors():
             if self._session is None:
-                self._session = self._cluster.connect()
+                self._session = self._ref.get().connect()
         cql, session = self._cql, self._session
         with driver_errors():
             if self._initialize_schema:
@@ -251,9 +252,10 @@ class CassandraVectorStore(BaseVectorStore):
 
     def close(self) -> None:
         """Shut the cluster down if the store created it (:meth:`from_url`)."""
-        if self._owns_cluster:
+        cluster = self._ref.built
+        if self._owns_cluster and cluster is not None:
             self._owns_cluster = False
-            on_thread(self._cluster.shutdown)
+            on_thread(cluster.shutdown)
 
 
 def _declared_dimensions(rows: Sequence[object]) -> int | None:
