@@ -387,12 +387,38 @@ def test_an_abandoned_stream_ends_its_spans_and_saves_nothing(
         stream = client.prompt("count").advisors({CONVERSATION_ID: "007"}).stream().content()
         next(iter(stream))
         stream.close()  # type: ignore[attr-defined]
-    names = [s.name for s in otel.spans()]
-    assert "chat_memory add" not in names
-    root = otel.spans()[0]
-    assert root.name == f"chat {MODEL}"
-    assert (root.attributes or {})["chatmem.stream.abandoned"] is True
+    assert_abandoned(otel)
     assert memory.get("007") == []
+
+
+async def test_an_abandoned_async_stream_ends_its_spans_and_saves_nothing(
+    otel: Otel, server: OpenAITestServer
+) -> None:
+    server.reply_text("one two three four five")
+    memory = AsyncMessageWindowChatMemory()
+    async with AsyncOpenAIChatModel(model=MODEL, base_url=server.base_url) as model:
+        builder = AsyncChatClient.builder(model)
+        client = builder.default_advisors(AsyncMessageChatMemoryAdvisor(memory)).build()
+        stream = client.prompt("count").advisors({CONVERSATION_ID: "007"}).stream().content()
+        async for _ in stream:
+            break
+        await stream.aclose()  # type: ignore[attr-defined]
+    assert_abandoned(otel)
+    assert await memory.get("007") == []
+
+
+def assert_abandoned(otel: Otel) -> None:
+    # Every span that started has ended (the exporter only sees ended spans); none saved.
+    assert [s.name for s in otel.spans()] == [
+        f"chat {MODEL}",
+        "advisor MessageChatMemoryAdvisor",
+        "chat_memory get",
+        "find_window chat_memory",
+        f"chat {MODEL}",
+    ]
+    for span in (otel.spans()[0], otel.spans()[1], otel.spans()[4]):
+        assert (span.attributes or {})["chatmem.stream.abandoned"] is True
+        assert span.status.status_code != StatusCode.ERROR
 
 
 # -- errors and metrics -------------------------------------------------------------------------
