@@ -35,7 +35,7 @@ from chatmem import (
     SystemMessage,
     UserMessage,
 )
-from chatmem._concurrency import run_all
+from chatmem.backend import run_all
 from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
 from tests.test_neo4j_faults import TcpProxy
 
