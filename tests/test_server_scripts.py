@@ -108,7 +108,7 @@ def test_stop_script_stops_its_server_and_removes_the_pid_file(fakes: Fakes, nam
     assert output == f"{name}: stopped"
     assert fakes.exited(pid)
     assert not (fakes.run / name / f"{name}.pid").exists()
-    assert seconds < 10
+    assert seconds < 20  # well inside the 60 s grace of some: the first signal did it
 
 
 def test_stop_script_leaves_alone_a_pid_file_that_names_another_program(fakes: Fakes) -> None:
@@ -138,32 +138,55 @@ def test_a_server_that_ignores_its_stop_signal_is_killed_after_the_grace_period(
     output, seconds = fakes.stop("toxiproxy")
     assert output == "toxiproxy: stopped"
     assert fakes.exited(pid)
-    assert 9.5 < seconds < 15
+    assert 9.5 < seconds < 30
 
 
-def test_stop_waits_for_the_start_lock_unless_its_start_holds_it(fakes: Fakes) -> None:
+def _hold_lock(lock: Path) -> subprocess.Popen[bytes]:
+    """Hold ``lock`` as a running start.sh would, until the process is terminated."""
+    # flock(2) as the scripts' flock(1) takes it; the lock goes with the process.
+    hold = "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, 2); time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(lock)])
+    deadline = time.monotonic() + 10
+    # Held once a non-blocking attempt fails.
+    while subprocess.run(["flock", "-n", str(lock), "true"], check=False).returncode == 0:
+        assert time.monotonic() < deadline, "the lock holder did not take the lock"
+        time.sleep(0.05)
+    return holder
+
+
+def test_stop_waits_for_the_start_lock(fakes: Fakes) -> None:
     # Cassandra's lock is outside its run directory, which a fresh start wipes.
-    lock = fakes.run / ".cassandra.lock"
-    holder = subprocess.Popen(["flock", str(lock), "sleep", "2"])
+    holder = _hold_lock(fakes.run / ".cassandra.lock")
+    pid = fakes.start("cassandra", "java")
+    stopping = subprocess.Popen(
+        [str(SCRIPTS / "cassandra" / "stop.sh")], env=fakes.env, stdout=subprocess.PIPE, text=True
+    )
     try:
-        time.sleep(0.3)
-        pid = fakes.start("cassandra", "java")
-        output, seconds = fakes.stop("cassandra")
-        assert output == "cassandra: stopped"
-        assert seconds > 1.2, "stop.sh did not wait for the start lock"
-        assert fakes.exited(pid)
+        time.sleep(1.5)
+        assert stopping.poll() is None, "stop.sh did not wait for the start lock"
+        assert not fakes.exited(pid), "stop.sh stopped the server while start.sh held the lock"
+        holder.terminate()
+        output, _ = stopping.communicate(timeout=30)
     finally:
+        holder.kill()
         holder.wait()
+        stopping.kill()
+        stopping.communicate()
+    assert output.strip() == "cassandra: stopped"
+    assert fakes.exited(pid)
+
+
+def test_stop_called_by_its_start_does_not_wait_for_the_lock(fakes: Fakes) -> None:
     # A start.sh that calls stop.sh while holding the lock says so; stop.sh must not wait.
-    holder = subprocess.Popen(["flock", str(fakes.run / "postgres" / ".lock"), "sleep", "3"])
+    (fakes.run / "postgres").mkdir()
+    holder = _hold_lock(fakes.run / "postgres" / ".lock")
     try:
-        time.sleep(0.3)
         pid = fakes.start("postgres", "postgres")
-        output, seconds = fakes.stop("postgres", CHATMEM_SERVERS_LOCKED="1")
-        assert output == "postgres: stopped"
-        assert seconds < 1.5
+        assert fakes.stop("postgres", CHATMEM_SERVERS_LOCKED="1")[0] == "postgres: stopped"
         assert fakes.exited(pid)
+        assert holder.poll() is None  # stopped while the lock was still held
     finally:
+        holder.terminate()
         holder.wait()
 
 

@@ -30,12 +30,13 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 # stop_pidfile PIDFILE [GRACE_SECONDS]: TERM, wait, then KILL.
 stop_pidfile() {
-  local pidfile=$1 grace=${2:-30} pid i
+  local pidfile=$1 grace=${2:-30} pid deadline
   [[ -f $pidfile ]] || return 0
   pid=$(cat "$pidfile")
   if kill -0 "$pid" 2>/dev/null; then
     kill "$pid" 2>/dev/null || true
-    for ((i = 0; i < grace * 4; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    deadline=$((${EPOCHREALTIME/./} + grace * 1000000))
+    while kill -0 "$pid" 2>/dev/null && ((${EPOCHREALTIME/./} < deadline)); do sleep 0.25; done
     kill -9 "$pid" 2>/dev/null || true
   fi
   rm -f "$pidfile"
