@@ -143,3 +143,44 @@ def test_with_the_api_but_no_sdk_every_span_is_a_no_op() -> None:
         """
     )
     assert run(code).strip() == "ok"
+
+
+def test_a_provider_set_after_the_client_was_built_gets_the_spans() -> None:
+    code = textwrap.dedent(
+        """
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        from chatmem import CONVERSATION_ID, ChatClient, MessageWindowChatMemory
+        from chatmem.testing import ScriptedChatModel
+        from chatmem_advisors import MessageChatMemoryAdvisor
+
+        memory = MessageWindowChatMemory()
+        model = ScriptedChatModel(["one", "two"])
+        client = ChatClient.builder(model).default_advisors(MessageChatMemoryAdvisor(memory))
+        client = client.build()
+        client.prompt("a").advisors({CONVERSATION_ID: "c"}).call().content()
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        client.prompt("b").advisors({CONVERSATION_ID: "c"}).call().content()
+        print(sorted(s.name for s in exporter.get_finished_spans()))
+        """
+    )
+    assert run(code).strip() == str(
+        sorted(
+            [
+                "chat",
+                "advisor MessageChatMemoryAdvisor",
+                "chat_memory get",
+                "find_window chat_memory",
+                "chat",
+                "chat_memory add",
+                "append chat_memory",
+            ]
+        )
+    )
