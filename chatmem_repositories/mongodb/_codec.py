@@ -77,6 +77,7 @@ __all__ = [
     "message_document",
     "partial_batches",
     "regex_literal",
+    "server_product",
     "stored_from_document",
     "to_micros",
     "whole_batches",
@@ -291,3 +292,16 @@ def history_filter(
     if text is not None:
         query["text"] = {"$regex": regex_literal(text), "$options": "i"}
     return query
+
+
+def server_product(build_info: dict[str, Any]) -> str:
+    """The product and version ``buildInfo`` reports, such as ``"MongoDB 7.0.14"``.
+
+    A MongoDB wire-protocol server that says what it is (FerretDB) is named with the MongoDB
+    version it reports, as ``"FerretDB 1.24.0 (MongoDB 7.0.42)"``.
+    """
+    version = str(build_info.get("version", "unknown"))
+    ferret = build_info.get("ferretdbVersion") or (build_info.get("ferretdb") or {}).get("version")
+    if ferret:
+        return f"FerretDB {str(ferret).removeprefix('v')} (MongoDB {version})"
+    return f"MongoDB {version}"

@@ -23,7 +23,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 from chatmem.backend import Lock, StoredMessage, unique_by_id
 from chatmem.conversation_ids import owner_of
 from chatmem.exceptions import RepositoryError
-from chatmem.messages import Message
+from chatmem.messages import Message, MessageType
 
 from .._codec import (
     batch_documents,
@@ -38,6 +38,9 @@ from .expiry import Expiry
 __all__ = ["Batches"]
 
 _INSERT_ATTEMPTS = 100
+
+
+_SYSTEM = MessageType.SYSTEM.value
 
 
 class Batches:
@@ -291,3 +294,25 @@ class Batches:
             entry[1] -= 1
             if entry[1] <= 0:
                 self._writers.pop(conversation_id, None)
+
+    def delete_before(self, scope: Document, position: int) -> int:
+        """Delete the non-system messages of ``scope`` before ``position``; return how many.
+
+        A batch this cuts keeps its system messages and its part from ``position`` on, as
+        single messages: their ``batch`` goes first (one ``update``), or reads would hide
+        them for good (the batch would never be whole again). Meanwhile the part to delete
+        is hidden already: what is left of its batch is not whole.
+        """
+        self._messages.update_many(
+            {
+                **scope,
+                "batch": {"$exists": True},
+                "$or": [
+                    {"position": {"$lt": position}, "type": _SYSTEM},
+                    {"position": {"$gte": position}, "batch.first": {"$lt": position}},
+                ],
+            },
+            {"$unset": {"batch": ""}},
+        )
+        doomed = {**scope, "position": {"$lt": position}, "type": {"$ne": _SYSTEM}}
+        return (self._messages.delete_many(doomed)).deleted_count

@@ -31,6 +31,7 @@ from chatmem_repositories._options import InitializeSchema, schema_flag
 from .._codec import (
     check_position,
     history_filter,
+    server_product,
     stored_from_document,
     whole_batches,
 )
@@ -174,12 +175,7 @@ class MongoChatMemoryRepository:
         MongoDB version it reports, as ``"FerretDB 1.24.0 (MongoDB 7.0.42)"``.
         """
         with mapped_errors():
-            info = self._client.admin.command("buildInfo")
-        version = str(info.get("version", "unknown"))
-        if info.get("ferretdbVersion") or info.get("ferretdb"):
-            ferret = info.get("ferretdbVersion") or info["ferretdb"].get("version", "")
-            return f"FerretDB {str(ferret).removeprefix('v')} (MongoDB {version})"
-        return f"MongoDB {version}"
+            return server_product(self._client.admin.command("buildInfo"))
 
     @property
     def native_ttl(self) -> bool:
@@ -385,30 +381,11 @@ class MongoChatMemoryRepository:
         delete).
         """
         validate_conversation_id(conversation_id)
-        check_position(position)
+        before = check_position(position)
         self._ready()
         with mapped_errors(write=True, tracked=self._tracked):
             query = self._expiry.scope(conversation_id)
-            if query is None:
-                return 0
-            # First, or reads would hide what stays of a cut batch for good (it would never
-            # be whole again). Meanwhile the part to delete is hidden already: what is left
-            # of its batch is not whole.
-            self._messages.update_many(
-                {
-                    **query,
-                    "batch": {"$exists": True},
-                    "$or": [
-                        {"position": {"$lt": position}, "type": _SYSTEM},
-                        {"position": {"$gte": position}, "batch.first": {"$lt": position}},
-                    ],
-                },
-                {"$unset": {"batch": ""}},
-            )
-            query["position"] = {"$lt": position}
-            query["type"] = {"$ne": _SYSTEM}
-            result = self._messages.delete_many(query)
-        return result.deleted_count
+            return 0 if query is None else self._batches.delete_before(query, before)
 
     def purge_expired(self) -> int:
         """Delete expired conversations and their messages; returns how many conversations.
