@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from chatmem.backend import Position, StoredMessage
 from chatmem.exceptions import ConfigurationError
@@ -12,8 +13,10 @@ from chatmem.messages import Message, decode_message, encode_message, searchable
 __all__ = [
     "append_args",
     "as_int",
+    "as_text",
     "micros",
     "position_arg",
+    "server_product",
     "stored_from_pairs",
 ]
 
@@ -53,6 +56,23 @@ def append_args(messages: Sequence[Message]) -> list[str]:
 def as_int(value: bytes | str | int) -> int:
     """An integer from a Redis reply, whatever the client's ``decode_responses``."""
     return value if isinstance(value, int) else int(value)
+
+
+def as_text(value: bytes | str | int) -> str:
+    """Text from a Redis reply, whatever the client's ``decode_responses``."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    return str(value)
+
+
+def server_product(info: Mapping[str, Any]) -> str:
+    """The product and version ``INFO server`` reports, such as ``"Redis 7.0.15"``.
+
+    A server that names itself another way (``server_name: valkey``) is named so.
+    """
+    product = str(info.get("server_name") or "redis")
+    version = info.get(f"{product}_version") or info.get("redis_version") or "unknown"
+    return f"{'Redis' if product == 'redis' else product.capitalize()} {version}"
 
 
 def stored_from_pairs(

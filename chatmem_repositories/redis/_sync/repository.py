@@ -30,8 +30,10 @@ from chatmem_repositories.redis import _scripts
 from chatmem_repositories.redis._codec import (
     append_args,
     as_int,
+    as_text,
     micros,
     position_arg,
+    server_product,
     stored_from_pairs,
 )
 from chatmem_repositories.redis._drivers import Redis, Retry, Script
@@ -164,10 +166,7 @@ class RedisChatMemoryRepository:
             RepositoryError: If the server cannot be reached (mapped like every call).
         """
         info = self._call("reading the server version", lambda: self._client.info("server"))
-        product = str(info.get("server_name") or "redis")
-        version = info.get(f"{product}_version") or info.get("redis_version") or "unknown"
-        name = "Redis" if product == "redis" else product.capitalize()
-        return f"{name} {version}"
+        return server_product(info)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._server!r}, key_prefix={self._keys.prefix!r})"
@@ -223,7 +222,7 @@ class RedisChatMemoryRepository:
     def find_conversation_ids(self) -> list[str]:
         """Return the ids of all live conversations, in id order."""
         reply = self._index("all", self._keys.conversations, None, 0)
-        return [_text(member) for member in reply]
+        return [as_text(member) for member in reply]
 
     def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
         """Return a conversation's whole history in order, or ``[]``."""
@@ -321,7 +320,7 @@ class RedisChatMemoryRepository:
         check_limit(limit)
         index = self._keys.conversations if owner is None else self._keys.owner(owner)
         reply = self._index("page", index, cursor, limit)
-        return conversation_page([_text(member) for member in reply], limit)
+        return conversation_page([as_text(member) for member in reply], limit)
 
     def find_history(
         self,
@@ -364,7 +363,7 @@ class RedisChatMemoryRepository:
             found += [
                 s for s in page if matches_history_filters(s.message, since, until, types, text)
             ]
-            resume = _text(reply[0])
+            resume = as_text(reply[0])
             if not resume:
                 break
             cursor = resume
@@ -397,9 +396,3 @@ class RedisChatMemoryRepository:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _text(value: bytes | str | int) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    return str(value)
