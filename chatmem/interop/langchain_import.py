@@ -31,16 +31,18 @@ Example:
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from itertools import groupby
 from typing import Any
 
 from chatmem.interop._common import require
-from chatmem.messages import Message
-from chatmem.repository import ChatMemoryLog, ChatMemoryRepository
+from chatmem.interop._importing import (
+    ImportedConversation,
+    ImportReport,
+    import_conversations,
+    stable_id,
+)
 
 require("langchain_core", "langchain")
 
@@ -57,30 +59,6 @@ __all__ = [
     "langchain_sql_conversations",
 ]
 
-_NAMESPACE = uuid.UUID("6f1c3a52-7d0e-4f43-9b7e-2f0b8f0c1a11")
-
-
-@dataclass(frozen=True)
-class ImportedConversation:
-    """One conversation read from a source."""
-
-    conversation_id: str
-    """The source's session id."""
-    messages: list[Message]
-    """Its messages, oldest first, with stable ids."""
-
-
-@dataclass(frozen=True)
-class ImportReport:
-    """What :func:`import_conversations` did."""
-
-    conversations: int
-    """Conversations read."""
-    messages_read: int
-    """Messages read."""
-    messages_stored: int
-    """Messages newly stored (0 when everything was imported before)."""
-
 
 def _convert(
     source: str, session: str, rows: Sequence[tuple[Any, Any, datetime | None]]
@@ -89,7 +67,7 @@ def _convert(
     originals = messages_from_dict([data for _, data, _ in rows])
     for original, (key, _, _) in zip(originals, rows, strict=True):
         if not original.id:
-            original.id = str(uuid.uuid5(_NAMESPACE, f"{source}\n{session}\n{key}"))
+            original.id = stable_id(source, session, key)
     converted = from_langchain(originals)
     times = [at for _, _, at in rows]
     if len(converted) == len(rows) and all(at is not None for at in times):
@@ -171,25 +149,3 @@ def langchain_redis_conversations(
 
 def _glob_escape(text: str) -> str:
     return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
-
-
-def import_conversations(
-    conversations: Iterable[ImportedConversation], repository: ChatMemoryRepository
-) -> ImportReport:
-    """Append imported conversations to a repository; running it again stores nothing.
-
-    Args:
-        conversations: What a source function yields.
-        repository: A chatmem repository with the log capabilities (every built-in backend).
-
-    Raises:
-        TypeError: If the repository cannot append.
-    """
-    if not isinstance(repository, ChatMemoryLog):
-        raise TypeError("importing needs a repository that appends (a ChatMemoryLog)")
-    count = read = stored = 0
-    for conversation in conversations:
-        count += 1
-        read += len(conversation.messages)
-        stored += len(repository.append(conversation.conversation_id, conversation.messages))
-    return ImportReport(count, read, stored)
