@@ -4,12 +4,7 @@
 
 from __future__ import annotations
 
-import itertools
-import random
-import threading
-import time
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -18,23 +13,19 @@ from cassandra.query import SimpleStatement
 
 from chatmem.backend import (
     ConversationPage,
-    Lock,
     Position,
     StoredMessage,
     check_limit,
     matches_history_filters,
-    sleep,
     unique_by_id,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
 from chatmem.messages import Message, MessageType
 from chatmem_repositories._options import InitializeSchema, parse_url_options
 from chatmem_repositories.cassandra._codec import (
     CLAIM_POSITION,
     FIRST_POSITION,
     MAX_LIMIT,
-    NextPositions,
     decode_cursor,
     encode_cursor,
     listing_bucket,
@@ -48,7 +39,6 @@ from chatmem_repositories.cassandra._drivers import (
     SessionAdapter,
     ttl_seconds,
 )
-from chatmem_repositories.cassandra._errors import is_paxos_contention
 from chatmem_repositories.cassandra._options import (
     BACKEND,
     RENAMED,
@@ -59,49 +49,14 @@ from chatmem_repositories.cassandra._options import (
     parse_url,
 )
 from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, TRACKED, Cql
+from chatmem_repositories.cassandra._sync.conditional import (
+    ConditionalWrites,
+    listing_scope,
+)
 
 __all__ = ["CassandraChatMemoryRepository"]
 
 _PAGE = 200  # rows per slice when a read walks a partition
-
-
-def _scope(owner: str | None) -> str:
-    return "*" if owner is None else "@" + owner
-
-
-def _static(rows: Sequence[Row], column: str) -> Any:
-    """Return a static column from rows that each carry it (``None`` if no row does)."""
-    return next((row[column] for row in rows if row.get(column) is not None), None)
-
-
-class _ConversationLocks:
-    """One lock per conversation, held by this process's appends to it.
-
-    Appends from one process then never race each other for the counter (a lost race costs
-    a Paxos round); other processes are still serialised by Paxos alone.
-    """
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()  # threads share it in the sync repository
-        self._locks: dict[str, tuple[Lock, list[int]]] = {}
-
-    @contextmanager
-    def hold(self, conversation_id: str) -> Iterator[None]:
-        """Hold the conversation's lock; it is dropped when nobody holds or awaits it."""
-        with self._guard:
-            entry = self._locks.get(conversation_id)
-            if entry is None:
-                entry = self._locks[conversation_id] = (Lock(), [0])
-            lock, users = entry
-            users[0] += 1
-        try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                users[0] -= 1
-                if not users[0]:
-                    del self._locks[conversation_id]
 
 
 class CassandraChatMemoryRepository:
@@ -200,14 +155,12 @@ class CassandraChatMemoryRepository:
         self._db = SessionAdapter(cql, options, session, owned=False)
         self._options = options
         self._ttl = ttl_seconds(options)
-        # Cassandra counts a TTL from the start of the current second, so a cell written
-        # with TTL n lives between n - 1 and n seconds: one second more makes it at least n.
-        self._cell_ttl = self._ttl + 1 if self._ttl else 0
         self._buckets = options.listing_buckets
-        self._next = NextPositions()
-        # How long an append keeps re-sending while other writers win the counter.
-        self._patience = options.read_timeout.total_seconds()
-        self._locks = _ConversationLocks()
+        # An append keeps re-sending for up to read_timeout while other writers win.
+        self._writes = ConditionalWrites(
+            self._ttl, self._buckets, options.read_timeout.total_seconds()
+        )
+        self._next = self._writes.next
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> CassandraChatMemoryRepository:
@@ -277,10 +230,10 @@ class CassandraChatMemoryRepository:
         items: list[tuple[str, Sequence[Any]]] = [("clear", (conversation_id,))]
         items += message_rows(conversation_id, owner, unique, FIRST_POSITION, None, replace=True)
         if self._ttl:
-            items.append(("live_plain", (self._cell_ttl, conversation_id)))
-        with self._locks.hold(conversation_id):
+            items.append(("live_plain", (self._writes.cell_ttl, conversation_id)))
+        with self._writes.locks.hold(conversation_id):
             self._next.set(conversation_id, None)  # unknown until the batch is acknowledged
-            self._in_order(db, items, self._listing(db, conversation_id))
+            self._writes.in_order(db, items, self._writes.listing(db, conversation_id))
             self._next.set(conversation_id, FIRST_POSITION + len(unique))
 
     def delete_by_conversation_id(self, conversation_id: str) -> None:
@@ -294,14 +247,14 @@ class CassandraChatMemoryRepository:
         db = self._ready()
         timestamp = db.timestamp()
         bucket = listing_bucket(conversation_id, self._buckets)
-        scopes = {_scope(None), _scope(owner_of(conversation_id)), TRACKED}
+        scopes = {listing_scope(None), listing_scope(owner_of(conversation_id)), TRACKED}
         unlist = db.batch(
             [("unlist", (timestamp, scope, bucket, conversation_id)) for scope in scopes]
         )
         items = [("clear", (conversation_id,)), ("forget", (conversation_id,))]
-        with self._locks.hold(conversation_id):
+        with self._writes.locks.hold(conversation_id):
             self._next.set(conversation_id, None)
-            self._in_order(db, items, unlist)
+            self._writes.in_order(db, items, unlist)
 
     # -- log capabilities ---------------------------------------------------------------------
 
@@ -326,118 +279,8 @@ class CassandraChatMemoryRepository:
         if not pending:
             return []
         db = self._ready()
-        with self._locks.hold(conversation_id):
-            return self._append(db, conversation_id, pending)
-
-    def _append(
-        self, db: SessionAdapter, conversation_id: str, pending: list[Message]
-    ) -> list[StoredMessage]:
-        owner = owner_of(conversation_id)
-        mode = "live" if self._ttl else None
-        expected = self._next.get(conversation_id)
-        races = 0
-        deadline = time.monotonic() + self._patience
-        for attempt in itertools.count():
-            if attempt and time.monotonic() > deadline:
-                raise RepositoryError(
-                    f"Cassandra did not apply the append within {self._patience:g} s"
-                    f" ({attempt} attempts): other writers kept taking the next position",
-                    backend=BACKEND,
-                )
-            first = FIRST_POSITION if expected is None else expected
-            items = message_rows(conversation_id, owner, pending, first, expected)
-            if mode is not None:
-                items.append((mode, (self._cell_ttl, conversation_id)))
-            listing = self._listing(db, conversation_id)
-            result = self._send_conditional(db, items, [listing], attempt)
-            if result is None:
-                continue
-            if result and result[0].get("[applied]"):
-                self._next.set(conversation_id, first + len(pending))
-                return [StoredMessage(first + i, m) for i, m in enumerate(pending)]
-            current = _static(result, "next_position")
-            self._next.set(conversation_id, current)
-            moved, expected = current != expected, current
-            switched = False
-            if mode is not None:
-                alive = any(row.get("alive") for row in result)
-                if mode == "live" and not alive:
-                    # New, or expired: remove what the expired life left, then start anew.
-                    if any(row.get("touched") for row in result):
-                        self._drop_expired(db, conversation_id)
-                        expected = None  # the expired life's counter went with its data
-                    mode = "revive"
-                    continue
-                if mode == "revive" and alive:
-                    mode, switched = "live", True  # another writer started it first
-            taken = {row.get("message_id") for row in result if row.get("message_id")}
-            pending = [m for m in pending if m.id not in taken]
-            if not pending:
-                return []
-            if not (taken or switched or moved):
-                raise RepositoryError(
-                    "Cassandra rejected the append without naming a stored message id",
-                    backend=BACKEND,
-                )
-            races += moved
-            self._back_off(races)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    @staticmethod
-    def _back_off(races: int) -> None:
-        """Wait before re-sending after losing the counter to other processes.
-
-        Losing once is normal (another process appended since this one last saw the
-        conversation) and is retried at once; repeated losses mean several processes append
-        to it together, and random waits spread them out.
-        """
-        if races > 1:
-            sleep(random.uniform(0, 0.0005 * 2 ** min(races, 7)))
-
-    @staticmethod
-    def _send_conditional(
-        db: SessionAdapter,
-        items: Any,
-        alongside: Sequence[Any],
-        attempt: int,
-        *,
-        last: bool = False,
-    ) -> list[Row] | None:
-        """Send a conditional batch and, at once, statements for other partitions.
-
-        Returns the batch's rows, or ``None`` if its Paxos round timed out because other
-        writers contended for the partition: whether it applied is then unknown, and the
-        caller sends it again (an append's id claims and the deletes' nature make that safe).
-        On the ``last`` attempt that timeout is raised instead.
-        """
-        try:
-            result, *_ = db.execute_all([db.batch(items), *alongside], write=True)
-        except RepositoryTimeoutError as exc:
-            if last or not is_paxos_contention(exc):
-                raise
-            sleep(0.01 * min(1 + attempt, 10))
-            return None
-        return list(result)
-
-    def _in_order(self, db: SessionAdapter, items: Any, *alongside: Any) -> list[Row]:
-        """Send a delete or a replacement as a conditional batch, so Paxos orders it.
-
-        Its writes take the Paxos ballot's timestamp, later than every write of the
-        conditional batches acknowledged before it, never the client's clock. Sending it
-        again after a contended round is safe: deleting or replacing twice leaves the same
-        state as once, and the call had not returned.
-
-        Raises:
-            RepositoryTimeoutError: The last attempt's, when the partition stayed contended
-                for ``request_timeout`` (whether that attempt applied is unknown).
-        """
-        deadline = time.monotonic() + self._patience
-        for attempt in itertools.count():
-            last = time.monotonic() > deadline
-            result = self._send_conditional(db, items, alongside, attempt, last=last)
-            if result is not None:
-                return result
-        raise AssertionError("unreachable")  # pragma: no cover
+        with self._writes.locks.hold(conversation_id):
+            return self._writes.append(db, conversation_id, pending)
 
     def find_window(
         self, conversation_id: str, limit: int
@@ -516,7 +359,9 @@ class CassandraChatMemoryRepository:
         found: list[tuple[int, str]] = []
         wanted = min(limit, MAX_LIMIT - 1) + 1  # one more than the page tells if more exist
         while bucket < self._buckets and len(found) < wanted:
-            rows = db.execute(db.bind("list", (_scope(owner), bucket, after, wanted - len(found))))
+            rows = db.execute(
+                db.bind("list", (listing_scope(owner), bucket, after, wanted - len(found)))
+            )
             found += [(bucket, r["conversation_id"]) for r in rows]
             bucket, after = bucket + 1, ""
         page = found[:limit]
@@ -566,7 +411,7 @@ class CassandraChatMemoryRepository:
             return 0
         exists = "mark_live" if self._ttl else "mark"
         items = [("clear_before", (conversation_id, CHAT, cutoff)), (exists, (conversation_id,))]
-        result = self._in_order(db, items)
+        result = self._writes.in_order(db, items)
         return count if result and result[0].get("[applied]") else 0
 
     def purge_expired(self) -> int:
@@ -593,7 +438,7 @@ class CassandraChatMemoryRepository:
                         continue  # still alive
                     touched_at = state[0]["touched_at"] if state else None
                     if touched_at is not None:
-                        self._drop_expired(db, conversation_id)
+                        self._writes.drop_expired(db, conversation_id)
                         purged += 1
                     # A later append writes its tracking row with a later timestamp.
                     stamp = touched_at if touched_at is not None else db.timestamp()
@@ -624,30 +469,9 @@ class CassandraChatMemoryRepository:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _listing(self, db: SessionAdapter, conversation_id: str) -> Any:
-        bucket = listing_bucket(conversation_id, self._buckets)
-        scopes = {_scope(None), _scope(owner_of(conversation_id))}
-        items = [("list_row", (scope, bucket, conversation_id, self._cell_ttl)) for scope in scopes]
-        if self._ttl:
-            # Kept without a TTL, so purge_expired can find the conversation after expiry.
-            items.append(("list_row", (TRACKED, bucket, conversation_id, 0)))
-        return db.batch(items, logged=False)
-
     def _expired(self, rows: Sequence[Row]) -> bool:
         """Whether rows (each carrying the static columns) belong to an expired life."""
         return bool(self._ttl) and bool(rows) and rows[0].get("alive") is None
-
-    def _drop_expired(self, db: SessionAdapter, conversation_id: str) -> None:
-        """Delete an expired conversation's data, and nothing written after it expired.
-
-        The partition delete carries the timestamp of the expired life's last write
-        (``WRITETIME(touched)``); every later write is a Paxos round with a higher ballot
-        timestamp, so a writer that already started the conversation anew loses nothing.
-        """
-        rows = db.execute(db.bind("touched_at", (conversation_id,)))
-        if rows and rows[0]["alive"] is None and rows[0]["touched_at"] is not None:
-            db.execute(db.bind("drop", (rows[0]["touched_at"], conversation_id)), write=True)
-            self._next.set(conversation_id, None)
 
     def _slice_back(
         self, conversation_id: str, section: str, before: int | None, limit: int

@@ -1,0 +1,241 @@
+"""The conditional batches every Cassandra write is: ordered by Paxos, not by clocks.
+
+An append claims its message ids and advances the conversation's position counter in one
+conditional batch; ``save_all`` and the deletes are conditional batches too, so Paxos orders
+every write to a conversation's partition (see ``_schema`` and ``docs/backends/cassandra.md``).
+This module sends them, re-sends them when another writer won the round, and keeps the
+process-local state that saves round trips: the last known counter of each conversation and
+a lock per conversation for this process's own appends.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from chatmem.backend import AsyncLock, StoredMessage, async_sleep
+from chatmem.conversation_ids import owner_of
+from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
+from chatmem.messages import Message
+from chatmem_repositories.cassandra._codec import (
+    FIRST_POSITION,
+    NextPositions,
+    listing_bucket,
+    message_rows,
+)
+from chatmem_repositories.cassandra._drivers import AsyncSessionAdapter, Row
+from chatmem_repositories.cassandra._errors import is_paxos_contention
+from chatmem_repositories.cassandra._options import BACKEND
+from chatmem_repositories.cassandra._schema import TRACKED
+
+__all__ = ["AsyncConditionalWrites", "ConversationLocks", "listing_scope"]
+
+
+def listing_scope(owner: str | None) -> str:
+    """Return the listing scope of all conversations (``None``) or of one owner."""
+    return "*" if owner is None else "@" + owner
+
+
+def _static(rows: Sequence[Row], column: str) -> Any:
+    """Return a static column from rows that each carry it (``None`` if no row does)."""
+    return next((row[column] for row in rows if row.get(column) is not None), None)
+
+
+class ConversationLocks:
+    """One lock per conversation, held by this process's appends to it.
+
+    Appends from one process then never race each other for the counter (a lost race costs
+    a Paxos round); other processes are still serialised by Paxos alone.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()  # threads share it in the sync repository
+        self._locks: dict[str, tuple[AsyncLock, list[int]]] = {}
+
+    @asynccontextmanager
+    async def hold(self, conversation_id: str) -> AsyncIterator[None]:
+        """Hold the conversation's lock; it is dropped when nobody holds or awaits it."""
+        with self._guard:
+            entry = self._locks.get(conversation_id)
+            if entry is None:
+                entry = self._locks[conversation_id] = (AsyncLock(), [0])
+            lock, users = entry
+            users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            with self._guard:
+                users[0] -= 1
+                if not users[0]:
+                    del self._locks[conversation_id]
+
+
+class AsyncConditionalWrites:
+    """Sends a repository's conditional batches and keeps what saves it round trips.
+
+    Args:
+        ttl: The conversation TTL in whole seconds; 0 for none.
+        buckets: Partitions the conversation listing is spread over.
+        patience: How long, in seconds, a write keeps re-sending while other writers win.
+    """
+
+    def __init__(self, ttl: int, buckets: int, patience: float) -> None:
+        self.ttl = ttl
+        """The TTL in whole seconds (0: none)."""
+        # Cassandra counts a TTL from the start of the current second, so a cell written
+        # with TTL n lives between n - 1 and n seconds: one second more makes it at least n.
+        self.cell_ttl = ttl + 1 if ttl else 0
+        """The TTL written on cells."""
+        self.buckets = buckets
+        self.patience = patience
+        self.next = NextPositions()
+        """This process's last known counter of each recent conversation."""
+        self.locks = ConversationLocks()
+        """One lock per conversation for this process's appends."""
+
+    async def append(
+        self, db: AsyncSessionAdapter, conversation_id: str, pending: list[Message]
+    ) -> list[StoredMessage]:
+        """Append messages not yet stored, re-sending while other writers win the counter.
+
+        The caller holds the conversation's lock (:attr:`locks`). See the repository's
+        ``append`` for the batch and its conditions.
+
+        Raises:
+            RepositoryError: If other writers kept taking the next position for
+                ``patience`` seconds.
+        """
+        owner = owner_of(conversation_id)
+        mode = "live" if self.ttl else None
+        expected = self.next.get(conversation_id)
+        races = 0
+        deadline = time.monotonic() + self.patience
+        for attempt in itertools.count():
+            if attempt and time.monotonic() > deadline:
+                raise RepositoryError(
+                    f"Cassandra did not apply the append within {self.patience:g} s"
+                    f" ({attempt} attempts): other writers kept taking the next position",
+                    backend=BACKEND,
+                )
+            first = FIRST_POSITION if expected is None else expected
+            items = message_rows(conversation_id, owner, pending, first, expected)
+            if mode is not None:
+                items.append((mode, (self.cell_ttl, conversation_id)))
+            listing = self.listing(db, conversation_id)
+            result = await self.send_conditional(db, items, [listing], attempt)
+            if result is None:
+                continue
+            if result and result[0].get("[applied]"):
+                self.next.set(conversation_id, first + len(pending))
+                return [StoredMessage(first + i, m) for i, m in enumerate(pending)]
+            current = _static(result, "next_position")
+            self.next.set(conversation_id, current)
+            moved, expected = current != expected, current
+            switched = False
+            if mode is not None:
+                alive = any(row.get("alive") for row in result)
+                if mode == "live" and not alive:
+                    # New, or expired: remove what the expired life left, then start anew.
+                    if any(row.get("touched") for row in result):
+                        await self.drop_expired(db, conversation_id)
+                        expected = None  # the expired life's counter went with its data
+                    mode = "revive"
+                    continue
+                if mode == "revive" and alive:
+                    mode, switched = "live", True  # another writer started it first
+            taken = {row.get("message_id") for row in result if row.get("message_id")}
+            pending = [m for m in pending if m.id not in taken]
+            if not pending:
+                return []
+            if not (taken or switched or moved):
+                raise RepositoryError(
+                    "Cassandra rejected the append without naming a stored message id",
+                    backend=BACKEND,
+                )
+            races += moved
+            await self.back_off(races)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    async def back_off(races: int) -> None:
+        """Wait before re-sending after losing the counter to other processes.
+
+        Losing once is normal (another process appended since this one last saw the
+        conversation) and is retried at once; repeated losses mean several processes append
+        to it together, and random waits spread them out.
+        """
+        if races > 1:
+            await async_sleep(random.uniform(0, 0.0005 * 2 ** min(races, 7)))
+
+    @staticmethod
+    async def send_conditional(
+        db: AsyncSessionAdapter,
+        items: Any,
+        alongside: Sequence[Any],
+        attempt: int,
+        *,
+        last: bool = False,
+    ) -> list[Row] | None:
+        """Send a conditional batch and, at once, statements for other partitions.
+
+        Returns the batch's rows, or ``None`` if its Paxos round timed out because other
+        writers contended for the partition: whether it applied is then unknown, and the
+        caller sends it again (an append's id claims and the deletes' nature make that safe).
+        On the ``last`` attempt that timeout is raised instead.
+        """
+        try:
+            result, *_ = await db.execute_all([db.batch(items), *alongside], write=True)
+        except RepositoryTimeoutError as exc:
+            if last or not is_paxos_contention(exc):
+                raise
+            await async_sleep(0.01 * min(1 + attempt, 10))
+            return None
+        return list(result)
+
+    async def in_order(self, db: AsyncSessionAdapter, items: Any, *alongside: Any) -> list[Row]:
+        """Send a delete or a replacement as a conditional batch, so Paxos orders it.
+
+        Its writes take the Paxos ballot's timestamp, later than every write of the
+        conditional batches acknowledged before it, never the client's clock. Sending it
+        again after a contended round is safe: deleting or replacing twice leaves the same
+        state as once, and the call had not returned.
+
+        Raises:
+            RepositoryTimeoutError: The last attempt's, when the partition stayed contended
+                for ``request_timeout`` (whether that attempt applied is unknown).
+        """
+        deadline = time.monotonic() + self.patience
+        for attempt in itertools.count():
+            last = time.monotonic() > deadline
+            result = await self.send_conditional(db, items, alongside, attempt, last=last)
+            if result is not None:
+                return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def listing(self, db: AsyncSessionAdapter, conversation_id: str) -> Any:
+        """Return the batch that lists a conversation (sent alongside each write)."""
+        bucket = listing_bucket(conversation_id, self.buckets)
+        scopes = {listing_scope(None), listing_scope(owner_of(conversation_id))}
+        items = [("list_row", (scope, bucket, conversation_id, self.cell_ttl)) for scope in scopes]
+        if self.ttl:
+            # Kept without a TTL, so purge_expired can find the conversation after expiry.
+            items.append(("list_row", (TRACKED, bucket, conversation_id, 0)))
+        return db.batch(items, logged=False)
+
+    async def drop_expired(self, db: AsyncSessionAdapter, conversation_id: str) -> None:
+        """Delete an expired conversation's data, and nothing written after it expired.
+
+        The partition delete carries the timestamp of the expired life's last write
+        (``WRITETIME(touched)``); every later write is a Paxos round with a higher ballot
+        timestamp, so a writer that already started the conversation anew loses nothing.
+        """
+        rows = await db.execute(db.bind("touched_at", (conversation_id,)))
+        if rows and rows[0]["alive"] is None and rows[0]["touched_at"] is not None:
+            await db.execute(db.bind("drop", (rows[0]["touched_at"], conversation_id)), write=True)
+            self.next.set(conversation_id, None)
