@@ -156,3 +156,4 @@ async def test_server_version_and_db_system(url: str) -> None:
     with MongoChatMemoryRepository.from_url(url) as repository:
         assert repository.server_version() == version
         assert repository.db_system == AsyncMongoChatMemoryRepository.db_system == "mongodb"
+        assert repository.db_collection_name == "chatmem_messages"

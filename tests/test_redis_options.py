@@ -124,3 +124,4 @@ async def test_server_version_and_db_system(redis_url: str) -> None:
     with RedisChatMemoryRepository.from_url(redis_url) as repository:
         assert repository.server_version().startswith("Redis 7.")
         assert repository.db_system == AsyncRedisChatMemoryRepository.db_system == "redis"
+        assert repository.db_collection_name == "chatmem"

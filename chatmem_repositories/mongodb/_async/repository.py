@@ -178,6 +178,11 @@ class AsyncMongoChatMemoryRepository:
             return server_product(await self._client.admin.command("buildInfo"))
 
     @property
+    def db_collection_name(self) -> str:
+        """The messages collection's name, for telemetry's ``db.collection.name``."""
+        return self._messages.name
+
+    @property
     def native_ttl(self) -> bool:
         """Whether the server removes expired conversation documents itself (TTL index)."""
         return self._expiry.native_ttl

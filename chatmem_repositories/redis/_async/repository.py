@@ -166,6 +166,11 @@ class AsyncRedisChatMemoryRepository:
         info = await self._call("reading the server version", lambda: self._client.info("server"))
         return server_product(info)
 
+    @property
+    def db_collection_name(self) -> str:
+        """The key prefix, for telemetry's ``db.collection.name`` (Redis has no collections)."""
+        return self._keys.prefix
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._server!r}, key_prefix={self._keys.prefix!r})"
 
