@@ -44,3 +44,25 @@ async def async_repository(request: pytest.FixtureRequest, tmp_path: Path) -> As
         yield repo
     finally:
         await repo.aclose()
+
+
+# The other four backends: one smoke test per integration, so every backend is covered.
+OTHER_BACKENDS = ["mariadb", "mongodb", "cassandra", "neo4j"]
+
+
+@pytest.fixture(params=OTHER_BACKENDS)
+def other_repository(request: pytest.FixtureRequest) -> Iterator[Any]:
+    repo = create_repository(server_url(request.param))
+    try:
+        yield repo
+    finally:
+        repo.close()
+
+
+@pytest.fixture(params=OTHER_BACKENDS)
+async def other_async_repository(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    repo = create_async_repository(server_url(request.param))
+    try:
+        yield repo
+    finally:
+        await repo.aclose()

@@ -25,6 +25,7 @@ from tests.integration_backends import new_conversation_id, url_of
 
 repository = integration_backends.repository
 async_repository = integration_backends.async_repository
+other_repository = integration_backends.other_repository
 
 
 @tool
@@ -201,3 +202,12 @@ async def test_sync_and_async_repositories_share_the_conversation(
     finally:
         await async_repo.aclose()
         sync_repo.close()
+
+
+def test_other_backends(other_repository: Any) -> None:
+    history = ChatmemMessageHistory(new_conversation_id(), other_repository, max_messages=5)
+    for turn in range(3):
+        history.add_messages(tool_round(f"c{turn}"))
+    assert [m.type for m in history.messages] == ["human", "ai", "tool", "ai"]
+    history.clear()
+    assert history.messages == []

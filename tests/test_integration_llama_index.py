@@ -18,6 +18,7 @@ from tests.integration_backends import BACKENDS, new_conversation_id, url_of
 
 repository = integration_backends.repository
 async_repository = integration_backends.async_repository
+other_repository = integration_backends.other_repository
 
 
 def tool_round(call_id: str) -> list[li.ChatMessage]:
@@ -122,3 +123,13 @@ async def test_memory_archives_into_chatmem(async_repository: Any) -> None:
     assert window[-1].content == "answer number 5 " * 3
     await store.delete_messages(key)
     assert await store.count_messages(key, status=None) == 0
+
+
+def test_other_backends(other_repository: Any) -> None:
+    store = ChatmemChatStore(other_repository)
+    key = new_conversation_id()
+    for message in tool_round("c1"):
+        store.add_message(key, message)
+    assert store.get_messages(key) == tool_round("c1")
+    assert store.delete_last_message(key) == tool_round("c1")[-1]
+    assert store.delete_messages(key) == tool_round("c1")[:-1]

@@ -29,6 +29,7 @@ from tests.integration_backends import new_conversation_id
 
 repository = integration_backends.repository
 async_repository = integration_backends.async_repository
+other_async_repository = integration_backends.other_async_repository
 
 
 @pytest.fixture(autouse=True)
@@ -163,3 +164,15 @@ def test_window_processor_sends_only_whole_recent_turns() -> None:
     # The run's new messages are still the new question and its answers, to be stored.
     new = [p.part_kind for m in result.new_messages() for p in m.parts]
     assert new == ["user-prompt", "tool-call", "tool-return", "text"]
+
+
+async def test_other_backends(other_async_repository: Any) -> None:
+    memory = AsyncMessageWindowChatMemory(other_async_repository, max_messages=20)
+    conversation = new_conversation_id()
+    agent = weather_agent(FunctionModel(echo_history))
+    for question in ("first?", "second?"):
+        history = await aload_history(memory, conversation)
+        result = await agent.run(question, message_history=history)
+        await asave_new_messages(memory, conversation, result.new_messages())
+    assert result.output == "first? | second?"
+    await memory.clear(conversation)
