@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, event, text
 from chatmem import AssistantMessage, MessageWindowChatMemory, SystemMessage, UserMessage
 from chatmem.conversation_ids import scoped_conversation_id
 from chatmem.exceptions import ConfigurationError, RepositoryError
+from chatmem.testing import ManualClock
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.sql import (
     AsyncSqlChatMemoryRepository,
@@ -270,6 +271,7 @@ def test_a_write_holds_no_lock_the_next_conversation_waits_for(url: str, holder:
     base = f"lock-{uuid.uuid4()}"
     first, second = f"{base}-a", f"{base}-b"  # adjacent in every index on the id
     expiring = holder in ("revive", "purge")
+    clock = ManualClock()  # the holder's own time: it steps past the TTL without sleeping
     options: dict[str, Any] = {"table_prefix": PREFIX, "initialize_schema": "always"}
     paused, resume = threading.Event(), threading.Event()
     failures: list[BaseException] = []
@@ -287,12 +289,14 @@ def test_a_write_holds_no_lock_the_next_conversation_waits_for(url: str, holder:
             paused.set()
 
     with (
-        SqlChatMemoryRepository.from_url(url, ttl=1 if expiring else None, **options) as holding,
+        SqlChatMemoryRepository.from_url(
+            url, ttl=1 if expiring else None, clock=clock, **options
+        ) as holding,
         SqlChatMemoryRepository.from_url(url, **options) as other,
     ):
         holding.append(first, [UserMessage(f"a{i}") for i in range(3)])
         if expiring:
-            time.sleep(1.2)
+            clock.advance(1.5)
         other.append(second, [UserMessage(f"b{i}") for i in range(3)])
         event.listen(holding._engine, "after_cursor_execute", pause)
         thread = threading.Thread(target=run_holder)
