@@ -233,7 +233,7 @@ def test_the_former_create_schema_keyword_still_works_with_a_deprecation_warning
     try:
         with pytest.warns(DeprecationWarning, match="initialize_schema"):
             repository = Neo4jChatMemoryRepository(driver, create_schema=False)
-        assert repository._schema_ready  # nothing to create
+        assert repository._runner.schema_ready  # nothing to create
         with pytest.warns(DeprecationWarning, match="initialize_schema"):
             store = Neo4jVectorStore(driver, HashingEmbeddingModel(), create_schema=False)
         assert store._schema_ready

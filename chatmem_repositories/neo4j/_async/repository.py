@@ -6,16 +6,13 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, LiteralString
 
-from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncGraphDatabase, AsyncSession
-from neo4j.exceptions import ClientError
+from neo4j import AsyncDriver, AsyncGraphDatabase
 
 from chatmem.backend import (
-    AsyncLock,
     Clock,
     ConversationPage,
     Position,
     StoredMessage,
-    async_sleep,
     check_clock,
     check_initialize_schema,
     check_limit,
@@ -24,10 +21,9 @@ from chatmem.backend import (
     unique_by_id,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.exceptions import RepositoryError
 from chatmem.messages import Message, MessageType
-from chatmem_repositories._deadline import Deadline, arm
 from chatmem_repositories._options import InitializeSchema
+from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner
 from chatmem_repositories.neo4j._codec import (
     FIRST_POSITION,
     NO_POSITION,
@@ -38,12 +34,8 @@ from chatmem_repositories.neo4j._codec import (
     ttl_millis,
 )
 from chatmem_repositories.neo4j._cypher import Statements
-from chatmem_repositories.neo4j._drivers import closer_of
 from chatmem_repositories.neo4j._errors import (
     DRIVER_ERRORS,
-    RetryDelays,
-    may_have_sent,
-    should_retry,
     translate_error,
 )
 from chatmem_repositories.neo4j._options import driver_settings
@@ -51,19 +43,6 @@ from chatmem_repositories.neo4j._options import driver_settings
 __all__ = ["AsyncNeo4jChatMemoryRepository"]
 
 _PURGE_BATCH = 500
-_LOST_NODE_ATTEMPTS = 10
-
-Rows = list[list[Any]]
-
-
-async def _create_rule(session: AsyncSession, statement: LiteralString) -> None:
-    try:
-        result = await session.run(statement)
-        await result.consume()
-    except ClientError as exc:
-        # Another process created the same rule a moment earlier (IF NOT EXISTS races).
-        if "AlreadyExists" not in (exc.code or ""):
-            raise
 
 
 class AsyncNeo4jChatMemoryRepository:
@@ -122,17 +101,24 @@ class AsyncNeo4jChatMemoryRepository:
     ) -> None:
         self._statements = Statements.for_prefix(label_prefix)
         self._driver = driver
-        self._database = database
         self._ttl_ms = ttl_millis(normalize_ttl(ttl))
-        self._clock = None if clock is None else check_clock(clock)
         create = check_initialize_schema(initialize_schema, deprecated=create_schema)
-        self._schema_ready = not create
-        self._schema_lock = AsyncLock()
-        self._retry_seconds = (
-            retry_time.total_seconds() if isinstance(retry_time, timedelta) else float(retry_time)
-        )
-        self._read_timeout = (
-            read_timeout.total_seconds() if isinstance(read_timeout, timedelta) else read_timeout
+        self._runner = AsyncStatementRunner(
+            driver,
+            database=database,
+            schema=self._statements.schema,
+            initialize=create,
+            retry_seconds=(
+                retry_time.total_seconds()
+                if isinstance(retry_time, timedelta)
+                else float(retry_time)
+            ),
+            read_timeout=(
+                read_timeout.total_seconds()
+                if isinstance(read_timeout, timedelta)
+                else read_timeout
+            ),
+            clock=None if clock is None else check_clock(clock),
         )
         self._owns_driver = False
         self._description = f"database={database!r}, label_prefix={label_prefix!r}"
@@ -176,101 +162,11 @@ class AsyncNeo4jChatMemoryRepository:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _session_config(self, write: bool = True) -> dict[str, Any]:
-        return {
-            "database": self._database,
-            "default_access_mode": WRITE_ACCESS if write else READ_ACCESS,
-            # Handed-in drivers may have notifications on; the statements are fixed anyway.
-            "notifications_min_severity": "OFF",
-            # Read-your-writes across sessions (and cluster members), as execute_query does.
-            "bookmark_manager": self._driver.execute_query_bookmark_manager,
-        }
-
-    async def _ensure_schema(self) -> None:
-        if self._schema_ready:
-            return
-        async with self._schema_lock:
-            if self._schema_ready:
-                return
-            try:
-                async with self._driver.session(**self._session_config()) as session:
-                    for statement in self._statements.schema:
-                        await _create_rule(session, statement)
-                    result = await session.run("CALL db.awaitIndexes(60)")
-                    await result.consume()
-            except DRIVER_ERRORS as exc:
-                raise translate_error(exc, "schema creation") from exc
-            self._schema_ready = True
-
-    async def _execute(
-        self, action: str, query: LiteralString, params: dict[str, Any], *, write: bool
-    ) -> Rows:
-        # An auto-commit statement is one network round trip (RUN and PULL go together); a
-        # managed transaction would add BEGIN and COMMIT. Every statement here is a single
-        # atomic transaction anyway, and every write is safe to run again (appends skip
-        # stored ids), so transient failures are retried here as execute_write would.
-        await self._ensure_schema()
-        # "now" for expiry: the injected clock's, else null and the statement reads the server's.
-        now = None if self._clock is None else micros(self._clock()) // 1000
-        params = {**params, "now": now}
-        retry = RetryDelays(self._retry_seconds)
-        # A write whose connection failed after it was sent may have committed; that stays
-        # true even if a later attempt cannot connect at all.
-        maybe_applied = False
-        while True:
-            deadline: Deadline | None = None
-            try:
-                async with self._driver.session(**self._session_config(write)) as session:
-                    if self._read_timeout is not None:
-                        deadline = arm(self._read_timeout, closer_of(session))
-                    try:
-                        result = await session.run(query, params)
-                        return [list(record.values()) async for record in result]
-                    finally:
-                        if deadline is not None:
-                            deadline.cancel()
-            except DRIVER_ERRORS as exc:
-                timed_out = deadline is not None and deadline.expired
-                maybe_applied = maybe_applied or (write and (timed_out or may_have_sent(exc)))
-                # No answer in time: another attempt would most likely wait as long again.
-                delay = retry.next_delay() if should_retry(exc) and not timed_out else None
-                if delay is None:
-                    raise translate_error(
-                        exc,
-                        action,
-                        unknown=maybe_applied,
-                        timeout=self._read_timeout if timed_out else None,
-                    ) from exc
-            await async_sleep(delay)
-
-    async def _write(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
-        return await self._execute(action, query, params, write=True)
-
-    async def _write_messages(
-        self, action: str, query: LiteralString, params: dict[str, Any]
-    ) -> tuple[list[list[Any]], bool]:
-        # An append or replace whose conversation node was removed by a finished deletion
-        # while it waited for the node's lock wrote nothing and returned no row (see
-        # _cypher): running it again creates the conversation anew. Each lost race means
-        # a deletion completed in between, so a few attempts are plenty.
-        for _ in range(_LOST_NODE_ATTEMPTS):
-            rows = await self._write(action, query, params)
-            if rows:
-                stored, retired = rows[0]
-                return stored, bool(retired)
-        raise RepositoryError(
-            f"Neo4j {action} failed: the conversation was deleted concurrently "
-            f"{_LOST_NODE_ATTEMPTS} times in a row; nothing was written"
-        )
-
-    async def _read(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
-        return await self._execute(action, query, params, write=False)
-
     async def _window(
         self, conversation_id: str, limit: int, *, system: bool, before: int = NO_POSITION
     ) -> list[StoredMessage]:
         params = {"cid": conversation_id, "is_system": system, "before": before, "limit": limit}
-        rows = await self._read("window read", self._statements.window, params)
+        rows = await self._runner.read("window read", self._statements.window, params)
         return stored_messages(conversation_id, rows, reverse=True)
 
     # -- Spring AI's four methods -----------------------------------------------------------
@@ -290,7 +186,7 @@ class AsyncNeo4jChatMemoryRepository:
         """Return a conversation's whole history in order, or ``[]``."""
         validate_conversation_id(conversation_id)
         params = self._history_params(conversation_id, limit=NO_POSITION)
-        rows = await self._read("read", self._statements.history, params)
+        rows = await self._runner.read("read", self._statements.history, params)
         return [s.message for s in stored_messages(conversation_id, rows)]
 
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
@@ -304,7 +200,7 @@ class AsyncNeo4jChatMemoryRepository:
             await self.delete_by_conversation_id(conversation_id)
             return
         params = self._append_params(conversation_id, messages)
-        await self._write_messages("save_all", self._statements.replace, params)
+        await self._runner.write_messages("save_all", self._statements.replace, params)
         await self._sweep(conversation_id)
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
@@ -315,14 +211,14 @@ class AsyncNeo4jChatMemoryRepository:
         removes).
         """
         validate_conversation_id(conversation_id)
-        rows = await self._write("delete", self._statements.delete, {"cid": conversation_id})
+        rows = await self._runner.write("delete", self._statements.delete, {"cid": conversation_id})
         if rows:
             await self._sweep(conversation_id)
 
     async def _sweep(self, conversation_id: str) -> None:
         params = {"cid": conversation_id}
-        await self._write("cleanup", self._statements.sweep, params)
-        await self._write("cleanup", self._statements.drop_tombstone, params)
+        await self._runner.write("cleanup", self._statements.sweep, params)
+        await self._runner.write("cleanup", self._statements.drop_tombstone, params)
 
     # -- log capabilities ---------------------------------------------------------------------
 
@@ -343,7 +239,9 @@ class AsyncNeo4jChatMemoryRepository:
         if not batch:
             return []
         params = self._append_params(conversation_id, batch)
-        stored, retired = await self._write_messages("append", self._statements.append, params)
+        stored, retired = await self._runner.write_messages(
+            "append", self._statements.append, params
+        )
         by_id = {m.id: m for m in batch}
         if retired:
             # The conversation had expired and started over: remove its old messages.
@@ -377,7 +275,7 @@ class AsyncNeo4jChatMemoryRepository:
         validate_conversation_id(conversation_id)
         check_limit(limit)
         params = {"cid": conversation_id, "before": NO_POSITION, "limit": limit}
-        rows = await self._read("window read", self._statements.window_with_system, params)
+        rows = await self._runner.read("window read", self._statements.window_with_system, params)
         system = stored_messages(conversation_id, [r[:2] for r in rows if r[2]])
         recent = stored_messages(conversation_id, [r[:2] for r in rows if not r[2]], reverse=True)
         return (system[0] if system else None), recent
@@ -389,7 +287,7 @@ class AsyncNeo4jChatMemoryRepository:
         validate_conversation_id(conversation_id)
         kind = MessageType(message_type).value
         params = {"cid": conversation_id, "type": kind}
-        rows = await self._read("latest read", self._statements.latest_of_type, params)
+        rows = await self._runner.read("latest read", self._statements.latest_of_type, params)
         found = stored_messages(conversation_id, rows)
         return found[0] if found else None
 
@@ -402,7 +300,7 @@ class AsyncNeo4jChatMemoryRepository:
             return ConversationPage([], None)
         params = {"owner": owner, "cursor": cursor or "", "limit": limit + 1}
         query = self._statements.list_all if owner is None else self._statements.list_owner
-        rows = await self._read("listing", query, params)
+        rows = await self._runner.read("listing", query, params)
         return conversation_page([row[0] for row in rows], limit)
 
     def _history_params(
@@ -451,14 +349,14 @@ class AsyncNeo4jChatMemoryRepository:
         )
         if limit == 0:
             return []
-        rows = await self._read("history read", self._statements.history, params)
+        rows = await self._runner.read("history read", self._statements.history, params)
         return stored_messages(conversation_id, rows)
 
     async def delete_before(self, conversation_id: str, position: Position) -> int:
         """Delete non-system messages positioned before ``position``."""
         validate_conversation_id(conversation_id)
         params = {"cid": conversation_id, "position": check_position(position)}
-        rows = await self._write("delete_before", self._statements.delete_before, params)
+        rows = await self._runner.write("delete_before", self._statements.delete_before, params)
         return int(rows[0][0]) if rows else 0
 
     async def purge_expired(self) -> int:
@@ -468,12 +366,12 @@ class AsyncNeo4jChatMemoryRepository:
         """
         purged = 0
         params = {"batch": _PURGE_BATCH}
-        while rows := await self._write("purge", self._statements.expire, params):
+        while rows := await self._runner.write("purge", self._statements.expire, params):
             purged += len(rows)
             for (conversation_id,) in rows:
                 await self._sweep(conversation_id)
         seen: set[str] = set()
-        while rows := await self._read("purge", self._statements.tombstones, params):
+        while rows := await self._runner.read("purge", self._statements.tombstones, params):
             fresh = [cid for (cid,) in rows if cid not in seen]
             if not fresh:
                 break
@@ -490,7 +388,7 @@ class AsyncNeo4jChatMemoryRepository:
         )
         # Straight to the server: asking the version must not create the schema.
         try:
-            async with self._driver.session(**self._session_config(False)) as session:
+            async with self._driver.session(**self._runner.session_config(False)) as session:
                 record = await (await session.run(query)).single()
         except DRIVER_ERRORS as exc:
             raise translate_error(exc, "server version") from exc

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any, LiteralString
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
-from neo4j.exceptions import ClientError
 
 from chatmem.backend import (
     AsyncBaseVectorStore,
@@ -23,6 +22,7 @@ from chatmem.backend import (
 from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import InitializeSchema
+from chatmem_repositories.neo4j._async.runner import create_rules
 from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements
 from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
@@ -179,14 +179,7 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
     async def _create_schema(self, dimensions: int) -> None:
         statements = self._statements
         async with self._driver.session(**self._session_config()) as session:
-            for statement in statements.schema(dimensions, self._indexed_keys):
-                try:
-                    await (await session.run(statement)).consume()
-                except ClientError as exc:
-                    # Another process created the same rule a moment earlier.
-                    if "AlreadyExists" not in (exc.code or ""):
-                        raise
-            await (await session.run("CALL db.awaitIndexes(60)")).consume()
+            await create_rules(session, statements.schema(dimensions, self._indexed_keys))
             result = await session.run(statements.index_dimensions, name=statements.index_name)
             record = await result.single()
         existing = record["dimensions"] if record else None

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any, LiteralString
 
 from neo4j import Driver, GraphDatabase, ManagedTransaction
-from neo4j.exceptions import ClientError
 
 from chatmem.backend import (
     BaseVectorStore,
@@ -29,6 +28,7 @@ from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements
 from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
 from chatmem_repositories.neo4j._options import driver_settings
+from chatmem_repositories.neo4j._sync.runner import create_rules
 
 __all__ = ["Neo4jVectorStore"]
 
@@ -181,14 +181,7 @@ class Neo4jVectorStore(BaseVectorStore):
     def _create_schema(self, dimensions: int) -> None:
         statements = self._statements
         with self._driver.session(**self._session_config()) as session:
-            for statement in statements.schema(dimensions, self._indexed_keys):
-                try:
-                    (session.run(statement)).consume()
-                except ClientError as exc:
-                    # Another process created the same rule a moment earlier.
-                    if "AlreadyExists" not in (exc.code or ""):
-                        raise
-            (session.run("CALL db.awaitIndexes(60)")).consume()
+            create_rules(session, statements.schema(dimensions, self._indexed_keys))
             result = session.run(statements.index_dimensions, name=statements.index_name)
             record = result.single()
         existing = record["dimensions"] if record else None
