@@ -10,8 +10,10 @@ submodule's docstring lists what its format cannot hold.
   (``chatmem[langchain]``);
 - :mod:`chatmem.interop.pydantic_ai`: ``ModelMessage``, history loading and a history
   processor (``chatmem[pydantic-ai]``);
-- :mod:`chatmem.interop.llama_index`: ``ChatMessage`` and a chat store
-  (``chatmem[llama-index]``).
+- :mod:`chatmem.interop.llama_index`: ``ChatMessage`` and chat stores
+  (``chatmem[llama-index]``);
+- :mod:`chatmem.interop.langchain_import` and :mod:`chatmem.interop.llama_index_import`:
+  conversations those frameworks' own stores wrote, read for importing.
 
 Importing this package imports no framework; importing a framework's submodule without the
 framework installed raises an ``ImportError`` naming the ``pip install`` line.
