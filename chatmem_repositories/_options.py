@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Annotated, Any, Generic, Literal, TypeVar
-from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError
 
@@ -308,7 +308,7 @@ def parse_url_options(
     )
     merged = _rename(url_ours, keyword_ours, renamed, backend)
     options = parse_options(model, {}, merged, backend=backend)
-    base = urlunsplit(parts._replace(query="&".join(kept)))
+    base = _with_query(url, kept)
     return ParsedUrl(base, options, driver_options, url_theirs)
 
 
@@ -329,6 +329,16 @@ def split_url(url: str) -> SplitResult:
         return urlsplit(url)
     except ValueError as exc:
         raise ConfigurationError(f"malformed URL {redact_url(url)!r}: {exc}") from None
+
+
+def _with_query(url: str, pieces: list[str]) -> str:
+    # Rebuilt by text, not urlunsplit: that drops the empty authority of "sqlite:///x.db"
+    # (giving "sqlite:/x.db") and may re-quote what the user wrote.
+    head, _, rest = url.partition("?")
+    fragment = rest.partition("#")[2] if rest else head.partition("#")[2]
+    head = head.partition("#")[0]
+    query = "&".join(pieces)
+    return head + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
 
 
 def split_query(url: str, *, only: Collection[str] | None = None) -> tuple[str, dict[str, str]]:
@@ -354,7 +364,7 @@ def split_query(url: str, *, only: Collection[str] | None = None) -> tuple[str, 
             if key in query:
                 raise ConfigurationError(f"option {key!r} is given twice in the URL")
             query[key] = value
-    return urlunsplit(parts._replace(query="&".join(kept))), query
+    return _with_query(url, kept), query
 
 
 def parse_options(

@@ -134,3 +134,20 @@ def test_a_bad_value_names_the_option() -> None:
         _parse("store://h/db?initialize_schema=sometimes")
     with pytest.raises(ConfigurationError, match="'ttl'"):
         _parse("store://h/db?ttl=-1")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:///x.db?ttl=60", "sqlite:///x.db"),
+        ("sqlite:////abs/x.db?ttl=60&timeout=3", "sqlite:////abs/x.db?timeout=3"),
+        (
+            "postgresql://u:p@h/db?sslmode=require&ttl=5#frag",
+            "postgresql://u:p@h/db?sslmode=require#frag",
+        ),
+    ],
+)
+def test_taking_options_out_keeps_the_rest_of_the_url_as_written(url: str, expected: str) -> None:
+    from chatmem_repositories._options import split_query
+
+    assert split_query(url, only={"ttl"})[0] == expected
