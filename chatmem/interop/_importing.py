@@ -33,6 +33,8 @@ class ImportedConversation:
     """The source's session id."""
     messages: list[Message]
     """Its messages, oldest first, with stable ids."""
+    left_out: int = 0
+    """Stored messages the source kept too little of to import (see each source)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class ImportReport:
     """Messages read."""
     messages_stored: int
     """Messages newly stored (0 when everything was imported before)."""
+    left_out: int = 0
+    """Messages the source kept too little of to import."""
 
 
 def import_conversations(
@@ -61,9 +65,11 @@ def import_conversations(
     """
     if not isinstance(repository, ChatMemoryLog):
         raise TypeError("importing needs a repository that appends (a ChatMemoryLog)")
-    count = read = stored = 0
+    count = read = stored = left_out = 0
     for conversation in conversations:
         count += 1
         read += len(conversation.messages)
-        stored += len(repository.append(conversation.conversation_id, conversation.messages))
-    return ImportReport(count, read, stored)
+        left_out += conversation.left_out
+        if conversation.messages:
+            stored += len(repository.append(conversation.conversation_id, conversation.messages))
+    return ImportReport(count, read, stored, left_out)
