@@ -23,7 +23,7 @@ from chatmem.backend import (
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.messages import Message, MessageType
 from chatmem_repositories._options import InitializeSchema
-from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner
+from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner, seconds
 from chatmem_repositories.neo4j._codec import (
     FIRST_POSITION,
     NO_POSITION,
@@ -108,16 +108,8 @@ class AsyncNeo4jChatMemoryRepository:
             database=database,
             schema=self._statements.schema,
             initialize=create,
-            retry_seconds=(
-                retry_time.total_seconds()
-                if isinstance(retry_time, timedelta)
-                else float(retry_time)
-            ),
-            read_timeout=(
-                read_timeout.total_seconds()
-                if isinstance(read_timeout, timedelta)
-                else read_timeout
-            ),
+            retry_seconds=float(seconds(retry_time) or 0.0),
+            read_timeout=seconds(read_timeout),
             clock=None if clock is None else check_clock(clock),
         )
         self._owns_driver = False

@@ -8,6 +8,7 @@ read timeout of its own; see ``_drivers``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from typing import Any, LiteralString
 
 from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncSession
@@ -26,7 +27,7 @@ from chatmem_repositories.neo4j._errors import (
     translate_error,
 )
 
-__all__ = ["AsyncStatementRunner", "create_rules"]
+__all__ = ["AsyncStatementRunner", "create_rules", "seconds"]
 
 _LOST_NODE_ATTEMPTS = 10
 
@@ -50,8 +51,13 @@ async def create_rules(session: AsyncSession, statements: Iterable[LiteralString
     await (await session.run("CALL db.awaitIndexes(60)")).consume()
 
 
+def seconds(value: timedelta | float | None) -> float | None:
+    """Return a duration given as a timedelta or seconds in seconds (``None`` stays)."""
+    return value.total_seconds() if isinstance(value, timedelta) else value
+
+
 class AsyncStatementRunner:
-    """Runs the repository's statements on a driver.
+    """Runs the repository's (and the vector store's) statements on a driver.
 
     Args:
         driver: The driver.

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any, LiteralString
 
-from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
+from neo4j import AsyncDriver, AsyncGraphDatabase
 
 from chatmem.backend import (
     AsyncBaseVectorStore,
@@ -22,7 +23,7 @@ from chatmem.backend import (
 from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import InitializeSchema
-from chatmem_repositories.neo4j._async.runner import create_rules
+from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner, create_rules, seconds
 from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements
 from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
@@ -34,11 +35,6 @@ Rows = list[list[Any]]
 
 _WRITE_BATCH = 1000
 _DELETE_BATCH = 5000
-
-
-async def _run(tx: AsyncManagedTransaction, query: LiteralString, params: dict[str, Any]) -> Rows:
-    result = await tx.run(query, params)
-    return [list(record.values()) async for record in result]
 
 
 class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
@@ -68,6 +64,10 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
         initialize_schema: ``"always"`` creates the constraint and indexes on first use;
             ``"never"`` expects them to exist.
         create_schema: Deprecated: ``initialize_schema`` (``True`` is ``"always"``).
+        retry_time: How long a statement is retried after transient errors; seconds or a
+            timedelta.
+        read_timeout: How long one statement may wait for the server's answer before its
+            connection is closed and a timeout raised; ``None`` relies on the driver.
 
     Raises:
         ConfigurationError: If a name is not an ASCII identifier or the model is of the
@@ -86,13 +86,24 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
         indexed_keys: Sequence[str] = ("conversation_id", "owner"),
         initialize_schema: InitializeSchema = "always",
         create_schema: bool | None = None,
+        retry_time: timedelta | float = 10.0,
+        read_timeout: timedelta | float | None = 30.0,
     ) -> None:
         super().__init__(embedding_model, dimensions=dimensions)
         create = check_initialize_schema(initialize_schema, deprecated=create_schema)
         self._statements = VectorStatements.create(label, index_name)
         self._indexed_keys = [check_identifier(k, "an indexed key") for k in indexed_keys]
         self._driver = driver
-        self._database = database
+        # Statements run as the repository's do: auto-commit, retried, under read_timeout.
+        self._runner = AsyncStatementRunner(
+            driver,
+            database=database,
+            schema=(),
+            initialize=False,  # the vector schema needs the dimensions: _ensure_ready
+            retry_seconds=float(seconds(retry_time) or 0.0),
+            read_timeout=seconds(read_timeout),
+            clock=None,
+        )
         self._schema_ready = not create
         self._schema_lock = AsyncLock()
         self._owns_driver = False
@@ -144,6 +155,8 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
             dimensions=dimensions,
             indexed_keys=indexed_keys,
             initialize_schema=initialize_schema,
+            retry_time=settings.options.max_transaction_retry_time,
+            read_timeout=settings.options.read_timeout,
         )
         store._owns_driver = True
         return store
@@ -153,13 +166,6 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
         return f"{type(self).__name__}(label={s.label!r}, index_name={s.index_name!r})"
 
     # -- plumbing ---------------------------------------------------------------------------
-
-    def _session_config(self) -> dict[str, Any]:
-        return {
-            "database": self._database,
-            "notifications_min_severity": "OFF",
-            "bookmark_manager": self._driver.execute_query_bookmark_manager,
-        }
 
     async def _ensure_ready(self) -> None:
         """Learn the dimensions and create the schema, once."""
@@ -178,7 +184,7 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
 
     async def _create_schema(self, dimensions: int) -> None:
         statements = self._statements
-        async with self._driver.session(**self._session_config()) as session:
+        async with self._driver.session(**self._runner.session_config()) as session:
             await create_rules(session, statements.schema(dimensions, self._indexed_keys))
             result = await session.run(statements.index_dimensions, name=statements.index_name)
             record = await result.single()
@@ -191,19 +197,11 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
 
     async def _execute(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
         await self._ensure_ready()
-        try:
-            async with self._driver.session(**self._session_config()) as session:
-                return await session.execute_write(_run, query, params)
-        except DRIVER_ERRORS as exc:
-            raise translate_error(exc, action) from exc
+        return await self._runner.write(action, query, params)
 
     async def _query(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
         await self._ensure_ready()
-        try:
-            async with self._driver.session(**self._session_config()) as session:
-                return await session.execute_read(_run, query, params)
-        except DRIVER_ERRORS as exc:
-            raise translate_error(exc, action) from exc
+        return await self._runner.read(action, query, params)
 
     # -- the VectorStore API ----------------------------------------------------------------
 

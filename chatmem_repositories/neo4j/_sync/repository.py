@@ -40,7 +40,7 @@ from chatmem_repositories.neo4j._errors import (
     translate_error,
 )
 from chatmem_repositories.neo4j._options import driver_settings
-from chatmem_repositories.neo4j._sync.runner import StatementRunner
+from chatmem_repositories.neo4j._sync.runner import StatementRunner, seconds
 
 __all__ = ["Neo4jChatMemoryRepository"]
 
@@ -110,16 +110,8 @@ class Neo4jChatMemoryRepository:
             database=database,
             schema=self._statements.schema,
             initialize=create,
-            retry_seconds=(
-                retry_time.total_seconds()
-                if isinstance(retry_time, timedelta)
-                else float(retry_time)
-            ),
-            read_timeout=(
-                read_timeout.total_seconds()
-                if isinstance(read_timeout, timedelta)
-                else read_timeout
-            ),
+            retry_seconds=float(seconds(retry_time) or 0.0),
+            read_timeout=seconds(read_timeout),
             clock=None if clock is None else check_clock(clock),
         )
         self._owns_driver = False

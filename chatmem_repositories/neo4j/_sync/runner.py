@@ -10,6 +10,7 @@ read timeout of its own; see ``_drivers``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from typing import Any, LiteralString
 
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, Session
@@ -28,7 +29,7 @@ from chatmem_repositories.neo4j._errors import (
     translate_error,
 )
 
-__all__ = ["StatementRunner", "create_rules"]
+__all__ = ["StatementRunner", "create_rules", "seconds"]
 
 _LOST_NODE_ATTEMPTS = 10
 
@@ -52,8 +53,13 @@ def create_rules(session: Session, statements: Iterable[LiteralString]) -> None:
     (session.run("CALL db.awaitIndexes(60)")).consume()
 
 
+def seconds(value: timedelta | float | None) -> float | None:
+    """Return a duration given as a timedelta or seconds in seconds (``None`` stays)."""
+    return value.total_seconds() if isinstance(value, timedelta) else value
+
+
 class StatementRunner:
-    """Runs the repository's statements on a driver.
+    """Runs the repository's (and the vector store's) statements on a driver.
 
     Args:
         driver: The driver.

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any, LiteralString
 
-from neo4j import Driver, GraphDatabase, ManagedTransaction
+from neo4j import Driver, GraphDatabase
 
 from chatmem.backend import (
     BaseVectorStore,
@@ -28,7 +29,7 @@ from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements
 from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
 from chatmem_repositories.neo4j._options import driver_settings
-from chatmem_repositories.neo4j._sync.runner import create_rules
+from chatmem_repositories.neo4j._sync.runner import StatementRunner, create_rules, seconds
 
 __all__ = ["Neo4jVectorStore"]
 
@@ -36,11 +37,6 @@ Rows = list[list[Any]]
 
 _WRITE_BATCH = 1000
 _DELETE_BATCH = 5000
-
-
-def _run(tx: ManagedTransaction, query: LiteralString, params: dict[str, Any]) -> Rows:
-    result = tx.run(query, params)
-    return [list(record.values()) for record in result]
 
 
 class Neo4jVectorStore(BaseVectorStore):
@@ -70,6 +66,10 @@ class Neo4jVectorStore(BaseVectorStore):
         initialize_schema: ``"always"`` creates the constraint and indexes on first use;
             ``"never"`` expects them to exist.
         create_schema: Deprecated: ``initialize_schema`` (``True`` is ``"always"``).
+        retry_time: How long a statement is retried after transient errors; seconds or a
+            timedelta.
+        read_timeout: How long one statement may wait for the server's answer before its
+            connection is closed and a timeout raised; ``None`` relies on the driver.
 
     Raises:
         ConfigurationError: If a name is not an ASCII identifier or the model is of the
@@ -88,13 +88,24 @@ class Neo4jVectorStore(BaseVectorStore):
         indexed_keys: Sequence[str] = ("conversation_id", "owner"),
         initialize_schema: InitializeSchema = "always",
         create_schema: bool | None = None,
+        retry_time: timedelta | float = 10.0,
+        read_timeout: timedelta | float | None = 30.0,
     ) -> None:
         super().__init__(embedding_model, dimensions=dimensions)
         create = check_initialize_schema(initialize_schema, deprecated=create_schema)
         self._statements = VectorStatements.create(label, index_name)
         self._indexed_keys = [check_identifier(k, "an indexed key") for k in indexed_keys]
         self._driver = driver
-        self._database = database
+        # Statements run as the repository's do: auto-commit, retried, under read_timeout.
+        self._runner = StatementRunner(
+            driver,
+            database=database,
+            schema=(),
+            initialize=False,  # the vector schema needs the dimensions: _ensure_ready
+            retry_seconds=float(seconds(retry_time) or 0.0),
+            read_timeout=seconds(read_timeout),
+            clock=None,
+        )
         self._schema_ready = not create
         self._schema_lock = Lock()
         self._owns_driver = False
@@ -146,6 +157,8 @@ class Neo4jVectorStore(BaseVectorStore):
             dimensions=dimensions,
             indexed_keys=indexed_keys,
             initialize_schema=initialize_schema,
+            retry_time=settings.options.max_transaction_retry_time,
+            read_timeout=settings.options.read_timeout,
         )
         store._owns_driver = True
         return store
@@ -155,13 +168,6 @@ class Neo4jVectorStore(BaseVectorStore):
         return f"{type(self).__name__}(label={s.label!r}, index_name={s.index_name!r})"
 
     # -- plumbing ---------------------------------------------------------------------------
-
-    def _session_config(self) -> dict[str, Any]:
-        return {
-            "database": self._database,
-            "notifications_min_severity": "OFF",
-            "bookmark_manager": self._driver.execute_query_bookmark_manager,
-        }
 
     def _ensure_ready(self) -> None:
         """Learn the dimensions and create the schema, once."""
@@ -180,7 +186,7 @@ class Neo4jVectorStore(BaseVectorStore):
 
     def _create_schema(self, dimensions: int) -> None:
         statements = self._statements
-        with self._driver.session(**self._session_config()) as session:
+        with self._driver.session(**self._runner.session_config()) as session:
             create_rules(session, statements.schema(dimensions, self._indexed_keys))
             result = session.run(statements.index_dimensions, name=statements.index_name)
             record = result.single()
@@ -193,19 +199,11 @@ class Neo4jVectorStore(BaseVectorStore):
 
     def _execute(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
         self._ensure_ready()
-        try:
-            with self._driver.session(**self._session_config()) as session:
-                return session.execute_write(_run, query, params)
-        except DRIVER_ERRORS as exc:
-            raise translate_error(exc, action) from exc
+        return self._runner.write(action, query, params)
 
     def _query(self, action: str, query: LiteralString, params: dict[str, Any]) -> Rows:
         self._ensure_ready()
-        try:
-            with self._driver.session(**self._session_config()) as session:
-                return session.execute_read(_run, query, params)
-        except DRIVER_ERRORS as exc:
-            raise translate_error(exc, action) from exc
+        return self._runner.read(action, query, params)
 
     # -- the VectorStore API ----------------------------------------------------------------
 
