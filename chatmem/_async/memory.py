@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -30,7 +30,31 @@ __all__ = [
     "AsyncChatMemory",
     "AsyncMessageWindowChatMemory",
     "AsyncTokenWindowChatMemory",
+    "WindowSize",
 ]
+
+WindowSize: TypeAlias = "int | Callable[[str], int]"
+"""A window size: a number, or a function of the conversation id that returns one.
+
+A function gives each conversation its own window (LangChain4j's ``dynamicMaxMessages``): a
+paying user's conversation may keep more. It is called on every read, so keep it cheap.
+"""
+
+
+def _check_size(name: str, size: object) -> None:
+    if callable(size):
+        return
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ConfigurationError(f"{name} must be at least 1 or a callable, got {size!r}")
+
+
+def _resolve_size(name: str, size: int | Callable[[str], int], conversation_id: str) -> int:
+    value = size(conversation_id) if callable(size) else size
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigurationError(
+            f"{name} for conversation {conversation_id!r} must be at least 1, got {value!r}"
+        )
+    return value
 
 
 @runtime_checkable
@@ -72,7 +96,13 @@ def _as_list(messages: Message | Sequence[Message]) -> list[Message]:
 class _AsyncWindowMemory:
     """Shared add/get/clear of both windows; subclasses say how to size and fetch."""
 
-    def __init__(self, repository: AsyncChatMemoryRepository | None, *, evict: bool) -> None:
+    def __init__(
+        self,
+        repository: AsyncChatMemoryRepository | None,
+        *,
+        evict: bool,
+        always_keep_system_message_first: bool = True,
+    ) -> None:
         if repository is None:
             repository = AsyncInMemoryChatMemoryRepository()
         check_flavor(repository, "save_all", is_async=async_api, role="chat memory repository")
@@ -80,6 +110,8 @@ class _AsyncWindowMemory:
         """The repository holding the history."""
         self.evict = evict
         """Whether messages that leave the window are deleted from the repository."""
+        self.always_keep_system_message_first = always_keep_system_message_first
+        """Whether ``get`` puts the system message first (else at its stored position)."""
         self._log: AsyncChatMemoryLog | None = (
             repository if isinstance(repository, AsyncChatMemoryLog) else None
         )
@@ -97,13 +129,13 @@ class _AsyncWindowMemory:
 
     # -- subclass hooks ------------------------------------------------------------------------
 
-    def _budget(self) -> int:
+    def _budget(self, conversation_id: str) -> int:
         raise NotImplementedError
 
     def _size(self, message: Message) -> int:
         raise NotImplementedError
 
-    def _first_read_size(self) -> int:
+    def _first_read_size(self, budget: int) -> int:
         """How many messages the first read asks for, before the system message is known."""
         raise NotImplementedError
 
@@ -113,11 +145,12 @@ class _AsyncWindowMemory:
         conversation_id: str,
         budget: int,
         first: list[StoredMessage] | None,
+        first_size: int,
     ) -> tuple[list[StoredMessage], bool]:
         """Return the newest stored messages that can matter and whether that is all of them.
 
-        ``first`` is what a combined window read already returned (``_first_read_size``
-        messages), or ``None`` if nothing was read yet.
+        ``first`` is what a combined window read already returned (``first_size``
+        messages asked for), or ``None`` if nothing was read yet.
         """
         raise NotImplementedError
 
@@ -172,11 +205,46 @@ class _AsyncWindowMemory:
     async def _get(self, conversation_id: str) -> list[Message]:
         if self._log is None:
             history = await self._store.find_by_conversation_id(conversation_id)
-            system, window = self._select_from_history(history)
-            return ([system] if system else []) + window
+            system, window = self._select_from_history(conversation_id, history)
+            if system is None:
+                return window
+            if self.always_keep_system_message_first:
+                return [system, *window]
+            ids = {m.id for m in window}
+            seen = 0
+            for message in history:  # the system message goes where it is in the history
+                if message is system:
+                    break
+                seen += 1 if message.id in ids else 0
+            return [*window[:seen], system, *window[seen:]]
         system_stored, window_stored = await self._read(self._log, conversation_id)
         window = [s.message for s in window_stored]
-        return ([system_stored.message] if system_stored else []) + window
+        if system_stored is None:
+            return window
+        if self.always_keep_system_message_first or not window_stored:
+            return [system_stored.message, *window]
+        # At its stored position: after the window messages stored before it.
+        system_position = system_stored.position
+        before = len([s for s in window_stored if s.position < system_position])  # type: ignore[operator]
+        return [*window[:before], system_stored.message, *window[before:]]
+
+    async def set(self, conversation_id: str, messages: Message | Sequence[Message]) -> None:
+        """Replace a conversation's messages (LangChain4j's ``set``).
+
+        The history is replaced by ``messages`` (a system message repeated unchanged is kept
+        once); with ``evict=True`` only the system message and the window are stored. An
+        empty sequence deletes the conversation.
+
+        Args:
+            conversation_id: The conversation.
+            messages: The new content, oldest first.
+        """
+        validate_conversation_id(conversation_id)
+        history = _drop_repeated_system(_as_list(messages), None)
+        if self.evict and history:
+            system, window = self._select_from_history(conversation_id, history)
+            history = ([system] if system else []) + window
+        await self._store.save_all(conversation_id, history)
 
     async def clear(self, conversation_id: str) -> None:
         """Delete the conversation's memory and its history.
@@ -193,15 +261,17 @@ class _AsyncWindowMemory:
         self, log: AsyncChatMemoryLog, conversation_id: str
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
         first: list[StoredMessage] | None = None
+        total = self._budget(conversation_id)
+        first_size = self._first_read_size(total)
         if self._window_reader is not None:
             # One round trip for the system message and the newest messages together.
-            system, first = await self._window_reader.find_window(
-                conversation_id, self._first_read_size()
-            )
+            system, first = await self._window_reader.find_window(conversation_id, first_size)
         else:
             system = await log.find_system_message(conversation_id)
-        budget = self._budget() - (self._size(system.message) if system else 0)
-        recent, complete = await self._fetch_recent(log, conversation_id, max(budget, 1), first)
+        budget = total - (self._size(system.message) if system else 0)
+        recent, complete = await self._fetch_recent(
+            log, conversation_id, max(budget, 1), first, first_size
+        )
         if recent and not complete and not any(isinstance(s.message, UserMessage) for s in recent):
             # The newest turn is bigger than the budget and its user message is older than
             # what was read: fetch it so the oversized-turn rule can keep it.
@@ -224,7 +294,7 @@ class _AsyncWindowMemory:
             await log.delete_before(conversation_id, window[0].position)
 
     def _select_from_history(
-        self, history: Sequence[Message]
+        self, conversation_id: str, history: Sequence[Message]
     ) -> tuple[SystemMessage | None, list[Message]]:
         system: SystemMessage | None = None
         chat: list[Message] = []
@@ -233,7 +303,7 @@ class _AsyncWindowMemory:
                 system = message
             else:
                 chat.append(message)
-        budget = self._budget() - (self._size(system) if system else 0)
+        budget = self._budget(conversation_id) - (self._size(system) if system else 0)
         return system, select_window(chat, budget=budget, size=self._size)
 
     async def _add_by_rewrite(self, conversation_id: str, batch: list[Message]) -> None:
@@ -243,7 +313,7 @@ class _AsyncWindowMemory:
         fresh = _drop_repeated_system(batch, current)
         history = [*history, *fresh]
         if self.evict:
-            system, window = self._select_from_history(history)
+            system, window = self._select_from_history(conversation_id, history)
             history = ([system] if system else []) + window
         await self._store.save_all(conversation_id, history)
 
@@ -279,38 +349,48 @@ class AsyncMessageWindowChatMemory(_AsyncWindowMemory):
 
     Args:
         repository: Where the history lives; in-memory by default.
-        max_messages: Upper bound on the messages returned, system message included.
+        max_messages: Upper bound on the messages returned, system message included; or a
+            function of the conversation id returning it (a window per conversation).
         evict: Delete messages from the repository once they leave the window (Spring AI's
             behaviour). By default they stay, as history.
+        always_keep_system_message_first: ``True`` (the default): ``get`` returns the current
+            system message first, wherever it was stored. ``False`` (LangChain4j's default):
+            it stays at its stored position, so a system message that replaced an older one
+            mid-conversation comes after the window messages stored before it. Either way it
+            counts against the window and is never evicted.
 
     Raises:
-        ConfigurationError: If ``max_messages`` is less than 1.
+        ConfigurationError: If ``max_messages`` (or what its function returns) is less than 1.
     """
 
     def __init__(
         self,
         repository: AsyncChatMemoryRepository | None = None,
         *,
-        max_messages: int = 20,
+        max_messages: WindowSize = 20,
         evict: bool = False,
+        always_keep_system_message_first: bool = True,
     ) -> None:
-        if not isinstance(max_messages, int) or max_messages < 1:
-            raise ConfigurationError(f"max_messages must be at least 1, got {max_messages!r}")
-        super().__init__(repository, evict=evict)
+        _check_size("max_messages", max_messages)
+        super().__init__(
+            repository,
+            evict=evict,
+            always_keep_system_message_first=always_keep_system_message_first,
+        )
         self.max_messages = max_messages
-        """Upper bound on the messages returned, system message included."""
+        """Upper bound on the messages returned, or a function of the conversation id."""
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(max_messages={self.max_messages}, evict={self.evict})"
+        return f"{type(self).__name__}(max_messages={self.max_messages!r}, evict={self.evict})"
 
-    def _budget(self) -> int:
-        return self.max_messages
+    def _budget(self, conversation_id: str) -> int:
+        return _resolve_size("max_messages", self.max_messages, conversation_id)
 
     def _size(self, message: Message) -> int:
         return 1
 
-    def _first_read_size(self) -> int:
-        return self.max_messages
+    def _first_read_size(self, budget: int) -> int:
+        return budget
 
     async def _fetch_recent(
         self,
@@ -318,11 +398,12 @@ class AsyncMessageWindowChatMemory(_AsyncWindowMemory):
         conversation_id: str,
         budget: int,
         first: list[StoredMessage] | None,
+        first_size: int,
     ) -> tuple[list[StoredMessage], bool]:
         if first is not None:
             # Read before the system message was known: all of it if fewer came back than
             # asked for; otherwise keep only what the budget allows.
-            return first[-budget:], len(first) < self.max_messages
+            return first[-budget:], len(first) < first_size
         recent = await log.find_recent(conversation_id, budget)
         return recent, len(recent) < budget
 
@@ -347,28 +428,35 @@ class AsyncTokenWindowChatMemory(_AsyncWindowMemory):
         token_estimator: Counts a message's tokens; tiktoken's ``cl100k_base`` by default.
         page_size: Messages read per round trip while filling the budget.
         evict: Delete messages from the repository once they leave the window.
+        always_keep_system_message_first: As for :class:`AsyncMessageWindowChatMemory`:
+            ``True`` (the default) puts the system message first, ``False`` keeps it at its
+            stored position.
 
     Raises:
-        ConfigurationError: If ``max_tokens`` or ``page_size`` is less than 1, or the default
-            estimator's tiktoken is missing.
+        ConfigurationError: If ``max_tokens`` (or what its function returns) or
+            ``page_size`` is less than 1, or the default estimator's tiktoken is missing.
     """
 
     def __init__(
         self,
         repository: AsyncChatMemoryRepository | None = None,
         *,
-        max_tokens: int,
+        max_tokens: WindowSize,
         token_estimator: TokenEstimator | None = None,
         page_size: int = 50,
         evict: bool = False,
+        always_keep_system_message_first: bool = True,
     ) -> None:
-        if not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ConfigurationError(f"max_tokens must be at least 1, got {max_tokens!r}")
+        _check_size("max_tokens", max_tokens)
         if not isinstance(page_size, int) or page_size < 1:
             raise ConfigurationError(f"page_size must be at least 1, got {page_size!r}")
-        super().__init__(repository, evict=evict)
+        super().__init__(
+            repository,
+            evict=evict,
+            always_keep_system_message_first=always_keep_system_message_first,
+        )
         self.max_tokens = max_tokens
-        """Upper bound on the tokens of the messages returned."""
+        """Upper bound on the tokens of the messages returned, or a function of the id."""
         self.page_size = page_size
         estimator = token_estimator if token_estimator is not None else TiktokenTokenEstimator()
         self.token_estimator = (
@@ -380,15 +468,15 @@ class AsyncTokenWindowChatMemory(_AsyncWindowMemory):
         self._size_fn: Callable[[Message], int] = self.token_estimator.estimate
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(max_tokens={self.max_tokens}, evict={self.evict})"
+        return f"{type(self).__name__}(max_tokens={self.max_tokens!r}, evict={self.evict})"
 
-    def _budget(self) -> int:
-        return self.max_tokens
+    def _budget(self, conversation_id: str) -> int:
+        return _resolve_size("max_tokens", self.max_tokens, conversation_id)
 
     def _size(self, message: Message) -> int:
         return self._size_fn(message)
 
-    def _first_read_size(self) -> int:
+    def _first_read_size(self, budget: int) -> int:
         return self.page_size
 
     async def _fetch_recent(
@@ -397,6 +485,7 @@ class AsyncTokenWindowChatMemory(_AsyncWindowMemory):
         conversation_id: str,
         budget: int,
         first: list[StoredMessage] | None,
+        first_size: int,
     ) -> tuple[list[StoredMessage], bool]:
         pages: list[list[StoredMessage]] = []
         total = 0
