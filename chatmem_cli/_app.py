@@ -44,8 +44,10 @@ def _duration(text: str) -> timedelta:
 def conversations(
     url: UrlOption = None,
     owner: OwnerOption = None,
-    limit: Annotated[int, typer.Option(min=1, max=1000, help="Page size.")] = 20,
-    cursor: Annotated[str | None, typer.Option(help="Start after this page cursor.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, metavar="N", help="Page size.")] = 20,
+    cursor: Annotated[
+        str | None, typer.Option(metavar="CURSOR", help="Start after this page cursor.")
+    ] = None,
 ) -> None:
     """List conversations a page at a time, newest message first in each row."""
     with open_log(resolve_url(url)) as repository:
@@ -58,7 +60,9 @@ def show(
     url: UrlOption = None,
     max_messages: Annotated[
         int | None,
-        typer.Option(min=1, help="Message window size (default: CHATMEM_MAX_MESSAGES or 20)."),
+        typer.Option(
+            min=1, metavar="N", help="Message window size (default: CHATMEM_MAX_MESSAGES or 20)."
+        ),
     ] = None,
     history: Annotated[bool, typer.Option(help="Also print the full history.")] = True,
 ) -> None:
@@ -103,7 +107,9 @@ def prune(
     ] = False,
     older_than: Annotated[
         str | None,
-        typer.Option(help="Delete messages older than this (seconds, or ISO 8601 like P90D)."),
+        typer.Option(
+            metavar="AGE", help="Delete messages older than this (seconds, or ISO 8601 like P90D)."
+        ),
     ] = None,
     owner: OwnerOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count, delete nothing.")] = False,
@@ -156,13 +162,14 @@ def chat(
     conversation_id: Annotated[str, typer.Argument(metavar="ID", help="The conversation.")],
     url: UrlOption = None,
     system: Annotated[
-        str | None, typer.Option(help="A system message sent with every request.")
+        str | None, typer.Option(metavar="TEXT", help="A system message sent with every request.")
     ] = None,
     model: Annotated[
         str | None,
         typer.Option(
             "--model",
             "-m",
+            metavar="NAME",
             help="The model to ask (default: $CHATMEM_CHAT_MODEL, else gpt-4o-mini).",
         ),
     ] = None,

@@ -48,7 +48,7 @@ def _root(
 
 
 OwnerOption = Annotated[
-    str | None, typer.Option("--owner", help="Only conversations of this owner.")
+    str | None, typer.Option("--owner", metavar="OWNER", help="Only conversations of this owner.")
 ]
 
 

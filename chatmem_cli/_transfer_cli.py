@@ -33,7 +33,7 @@ __all__ = ["export_command", "import_command", "migrate_command"]
 @command_errors
 def export_command(
     output: Annotated[
-        Path, typer.Argument(help="JSON Lines file to write, or - for stdout.")
+        Path, typer.Argument(metavar="FILE", help="JSON Lines file to write, or - for stdout.")
     ] = Path("-"),
     url: UrlOption = None,
     owner: OwnerOption = None,
@@ -62,7 +62,9 @@ def export_command(
 
 @command_errors
 def import_command(
-    source: Annotated[Path, typer.Argument(help="JSON Lines file to read, or - for stdin.")],
+    source: Annotated[
+        Path, typer.Argument(metavar="FILE", help="JSON Lines file to read, or - for stdin.")
+    ],
     url: UrlOption = None,
 ) -> None:
     """Import JSON Lines written by `export`; every line is checked before anything is written.
