@@ -59,9 +59,14 @@ def model_server() -> Iterator[OpenAITestServer]:
         yield server
 
 
-def test_examples_are_found() -> None:
-    # A broken finder would make every docs test vanish silently.
-    assert len(EXAMPLES) >= 20
+def test_every_python_block_is_collected() -> None:
+    # A block the finder misses (indented, an odd fence) would silently never run.
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    fences = sum(
+        len(re.findall(r"^[ \t]*```(?:python|py)[ \t]*$", f.read_text("utf-8"), re.MULTILINE))
+        for f in files
+    )
+    assert len(EXAMPLES) == fences
     assert any(example.path.name == "README.md" for example in EXAMPLES)
 
 
