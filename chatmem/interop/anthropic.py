@@ -58,6 +58,14 @@ def _fail(lossy: bool, reason: str) -> None:
         raise ConversionError(f"Anthropic messages cannot hold {reason}; pass lossy=True")
 
 
+def _refuse(lossy: bool, reason: str) -> None:
+    # The other way: what chatmem's messages have no place for.
+    if not lossy:
+        raise ConversionError(
+            f"chatmem cannot hold {reason} of an Anthropic message; pass lossy=True"
+        )
+
+
 def _source(media: Media) -> dict[str, Any]:
     if media.url is not None:
         return {"type": "url", "url": media.url}
@@ -175,18 +183,18 @@ def _media_in(block: Mapping[str, Any], lossy: bool) -> Media | None:
     if kind == "url":
         default = "image/*" if block["type"] == "image" else "application/pdf"
         return Media(mime_type=guess_mime(source["url"], default), url=source["url"], name=name)
-    _fail(lossy, f"a {kind!r} media source in chatmem")
+    _refuse(lossy, f"a {kind!r} media source")
     return None
 
 
 def _tool_result_text(block: Mapping[str, Any], lossy: bool) -> str:
     if block.get("is_error"):
-        _fail(lossy, "the is_error flag of a tool result in chatmem")
+        _refuse(lossy, "the is_error flag of a tool result")
     content = block.get("content", "")
     if isinstance(content, str):
         return content
     if any(part.get("type") != "text" for part in content) or len(content) > 1:
-        _fail(lossy, "a tool result other than text in chatmem")
+        _refuse(lossy, "a tool result other than text")
     return "".join(part.get("text", "") for part in content)
 
 
@@ -210,9 +218,9 @@ def _user_in(content: Any, names: Mapping[str, str], lossy: bool) -> list[Messag
             text = _tool_result_text(block, lossy)
             responses.append(ToolResponse(id=call_id, name=names[call_id], response_data=text))
         else:
-            _fail(lossy, f"a {kind!r} block in a chatmem user message")
+            _refuse(lossy, f"a {kind!r} block in a user message")
     if len(texts) > 1:
-        _fail(lossy, "several text blocks in one chatmem user message")
+        _refuse(lossy, "several text blocks in one user message")
     out: list[Message] = [ToolResponseMessage(responses=responses)] if responses else []
     if texts or media or not responses:
         out.append(UserMessage("".join(texts), media=media))
@@ -233,9 +241,9 @@ def _assistant_in(content: Any, names: dict[str, str], lossy: bool) -> Assistant
             calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
             names[block["id"]] = block["name"]
         else:
-            _fail(lossy, f"a {kind!r} block in a chatmem assistant message")
+            _refuse(lossy, f"a {kind!r} block in an assistant message")
     if len(texts) > 1:
-        _fail(lossy, "several text blocks in one chatmem assistant message")
+        _refuse(lossy, "several text blocks in one assistant message")
     return AssistantMessage("".join(texts), tool_calls=calls)
 
 
@@ -263,7 +271,7 @@ def from_anthropic(
         else:
             blocks = [_plain(b) for b in system]
             if len(blocks) != 1:
-                _fail(lossy, "a system prompt of several blocks in chatmem")
+                _refuse(lossy, "a system prompt of several blocks")
             out.append(SystemMessage("".join(b.get("text", "") for b in blocks)))
     names: dict[str, str] = {}
     for item in messages:

@@ -59,6 +59,14 @@ def _fail(lossy: bool, reason: str) -> None:
         raise ConversionError(f"OpenAI chat messages cannot hold {reason}; pass lossy=True")
 
 
+def _refuse(lossy: bool, reason: str) -> None:
+    # The other way: what chatmem's messages have no place for.
+    if not lossy:
+        raise ConversionError(
+            f"chatmem cannot hold {reason} of an OpenAI chat message; pass lossy=True"
+        )
+
+
 def _media_part(media: Media, lossy: bool) -> dict[str, Any]:
     if media.mime_type.startswith("image/"):
         if media.name is not None:
@@ -154,7 +162,7 @@ def _text_of(content: Any, role: str, lossy: bool) -> str:
         return content or ""
     texts = [p.get("text", "") for p in content if p.get("type") == "text"]
     if len(texts) != len(content) or len(texts) > 1:
-        _fail(lossy, f"{role} content other than one text part")  # for the way back to chatmem
+        _refuse(lossy, f"{role} content other than one text part")
     return "".join(texts)
 
 
@@ -177,7 +185,7 @@ def _media_in(part: Mapping[str, Any], lossy: bool) -> Media | None:
         inline = parse_data_url(file.get("file_data", ""))
         if inline is not None:
             return Media(mime_type=inline[0], data=inline[1], name=file.get("filename"))
-    _fail(lossy, f"a {kind!r} content part in chatmem")
+    _refuse(lossy, f"a {kind!r} content part")
     return None
 
 
@@ -192,7 +200,7 @@ def _user_in(content: Any, lossy: bool) -> UserMessage:
         elif (item := _media_in(part, lossy)) is not None:
             media.append(item)
     if len(texts) > 1:
-        _fail(lossy, "several text parts in one chatmem user message")
+        _refuse(lossy, "several text parts in one user message")
     return UserMessage("".join(texts), media=media)
 
 
@@ -217,7 +225,7 @@ def from_openai(messages: Iterable[object], *, lossy: bool = False) -> list[Mess
         message = _as_dict(item)
         role = message.get("role")
         if message.get("name") or message.get("refusal"):
-            _fail(lossy, "a participant name or a refusal in chatmem")
+            _refuse(lossy, "the participant name or the refusal")
         if role in ("system", "developer"):
             out.append(SystemMessage(_text_of(message.get("content"), "system", lossy)))
         elif role == "user":
