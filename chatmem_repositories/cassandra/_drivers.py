@@ -5,8 +5,8 @@ cassandra-driver has a single ``Session`` class for both worlds: ``execute`` blo
 thread. :class:`AsyncSessionAdapter` turns those callbacks into awaitables with
 ``loop.call_soon_threadsafe``, so a request never blocks the event loop and no executor is
 involved. :class:`SessionAdapter` has the same methods and blocks; the generated sync
-repository uses it. The vector store, handed a plain session, runs its statements through
-``execute``/``async_execute`` and friends at the end of this module.
+repository uses it. The vector store, handed a plain session, waits for its requests with
+:func:`result_rows` and :func:`async_result_rows`.
 
 The driver has no non-blocking way to connect a ``Cluster``, prepare a statement or shut a
 cluster down. The async adapter therefore does those once-per-repository steps (connect,
@@ -20,18 +20,16 @@ import asyncio
 import contextlib
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from cassandra import ConsistencyLevel, WriteFailure, WriteTimeout
+from cassandra import ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement, dict_factory
 
 from chatmem.backend import AsyncLock, Lock
-from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
 from chatmem_repositories.cassandra._cql import statements
 from chatmem_repositories.cassandra._errors import driver_errors, translate
 from chatmem_repositories.cassandra._options import (
@@ -42,23 +40,16 @@ from chatmem_repositories.cassandra._options import (
 from chatmem_repositories.cassandra._schema import Cql, create_keyspace_cql
 
 __all__ = [
-    "VECTOR_WRITES_IN_FLIGHT",
-    "AsyncSemaphore",
     "AsyncSessionAdapter",
     "ClusterRef",
     "LazyCluster",
     "Row",
-    "Semaphore",
     "SessionAdapter",
-    "async_execute",
-    "async_execute_all",
     "async_on_thread",
-    "async_sleep",
-    "execute",
-    "execute_all",
+    "async_result_rows",
     "new_cluster",
     "on_thread",
-    "sleep",
+    "result_rows",
 ]
 
 T = TypeVar("T")
@@ -422,98 +413,20 @@ async def async_on_thread(function: Callable[[], T]) -> T:
     return await waiter
 
 
-# -- the vector store's statements: plain sessions, rows as lists ------------------------------
-
-VECTOR_WRITES_IN_FLIGHT = 2
-"""Writes one store keeps in flight. Cassandra 5.0's SAI vector index fails mutations
-("outstanding pooled objects has gone beyond the limit") when more concurrent writes reach a
-table than the node has processors plus one, so writes are bounded, and retried."""
-
-AsyncSemaphore = asyncio.Semaphore
-Semaphore = threading.Semaphore
-async_sleep = asyncio.sleep
-sleep = time.sleep
-
-_RETRIES = 6
-_BACKOFF = 0.01
-
-
-def _retryable(exc: RepositoryError) -> bool:
-    # WriteFailure / WriteTimeout from an overloaded vector index: the write may be retried
-    # because every write here is an idempotent upsert or delete by key.
-    cause = exc.__cause__
-    return isinstance(cause, WriteFailure | WriteTimeout) or isinstance(exc, RepositoryTimeoutError)
-
-
-def execute(
-    session: Session, statement: Statement | str, params: Sequence[Any] = ()
-) -> list[list[Any]]:
-    """Run one statement and return its rows as lists.
+def result_rows(response_future: Any) -> list[list[Any]]:
+    """Wait for a request's first page and return its rows as lists.
 
     Args:
-        session: The driver session.
-        statement: A bound statement or CQL text.
-        params: Values for CQL text.
+        response_future: What ``Session.execute_async`` returned.
     """
     with driver_errors():
-        return _lists(session.execute(statement, params or None))
+        return _lists(response_future.result())
 
 
-def execute_all(session: Session, statements: Sequence[Statement], gate: Semaphore) -> None:
-    """Run idempotent writes, as many at once as ``gate`` allows, retrying write failures.
-
-    Args:
-        session: The driver session.
-        statements: Bound idempotent statements (upserts, deletes by key).
-        gate: Bounds the writes in flight (see :data:`VECTOR_WRITES_IN_FLIGHT`).
-    """
-    for statement in statements:
-        with gate:
-            for attempt in range(_RETRIES + 1):
-                try:
-                    execute(session, statement)
-                    break
-                except RepositoryError as exc:
-                    if attempt == _RETRIES or not _retryable(exc):
-                        raise
-                sleep(_BACKOFF * 2**attempt)
-
-
-async def async_execute(
-    session: Session, statement: Statement | str, params: Sequence[Any] = ()
-) -> list[list[Any]]:
-    """Run one statement without blocking the loop and return its rows as lists.
+async def async_result_rows(response_future: Any) -> list[list[Any]]:
+    """Await a request's first page without blocking the loop; return its rows as lists.
 
     Args:
-        session: The driver session.
-        statement: A bound statement or CQL text.
-        params: Values for CQL text.
+        response_future: What ``Session.execute_async`` returned.
     """
-    with driver_errors():
-        future = session.execute_async(statement, params or None)
-    return await _bridge(future, _lists)
-
-
-async def async_execute_all(
-    session: Session, statements: Sequence[Statement], gate: AsyncSemaphore
-) -> None:
-    """Run idempotent writes, as many at once as ``gate`` allows, retrying write failures.
-
-    Args:
-        session: The driver session.
-        statements: Bound idempotent statements (upserts, deletes by key).
-        gate: Bounds the writes in flight (see :data:`VECTOR_WRITES_IN_FLIGHT`).
-    """
-
-    async def one(statement: Statement) -> None:
-        async with gate:
-            for attempt in range(_RETRIES + 1):
-                try:
-                    await async_execute(session, statement)
-                    return
-                except RepositoryError as exc:
-                    if attempt == _RETRIES or not _retryable(exc):
-                        raise
-                await async_sleep(_BACKOFF * 2**attempt)
-
-    await asyncio.gather(*(one(s) for s in statements))
+    return await _bridge(response_future, _lists)

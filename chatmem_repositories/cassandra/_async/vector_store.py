@@ -23,15 +23,12 @@ from chatmem.backend import (
 from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import InitializeSchema
+from chatmem_repositories.cassandra._async.runner import execute, execute_all
 from chatmem_repositories.cassandra._codec import document_values, filter_values
 from chatmem_repositories.cassandra._cql import VectorCql
 from chatmem_repositories.cassandra._drivers import (
-    VECTOR_WRITES_IN_FLIGHT,
-    AsyncSemaphore,
     ClusterRef,
     LazyCluster,
-    async_execute,
-    async_execute_all,
     async_on_thread,
 )
 from chatmem_repositories.cassandra._errors import driver_errors
@@ -97,7 +94,6 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         self._prepared: dict[str, PreparedStatement] = {}
         self._ready = False
         self._lock = AsyncLock()
-        self._writes = AsyncSemaphore(VECTOR_WRITES_IN_FLIGHT)
 
     @classmethod
     def from_url(
@@ -216,7 +212,7 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         statements = [
             insert.bind(document_values(d, v)) for d, v in zip(documents, vectors, strict=True)
         ]
-        await async_execute_all(self._connected, statements, self._writes)
+        await execute_all(self._connected, statements)
         return [d.id for d in documents]
 
     async def _search_by_vector(
@@ -226,13 +222,13 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         statement = await self._statement(f"search{n}", self._cql.search(n))
         bound = statement.bind([vector, *filter_values(where), vector, top_k])
         bound.fetch_size = None  # ANN queries cannot page; LIMIT bounds the result
-        rows = await async_execute(self._connected, bound)
+        rows = await execute(self._connected, bound)
         # Rows come best first, so the threshold cuts a suffix.
         return [d for d in documents_from_rows(rows) if (d.score or 0.0) >= score_threshold]
 
     async def _delete(self, ids: list[str]) -> None:
         delete = self._prepared["delete"]
-        await async_execute_all(self._connected, [delete.bind((i,)) for i in ids], self._writes)
+        await execute_all(self._connected, [delete.bind((i,)) for i in ids])
 
     async def _delete_where(self, where: VectorFilter) -> int:
         # Matching ids are read through the SAI index in pages and deleted by key.
@@ -242,8 +238,8 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         total = 0
         while True:
             bound = select.bind([*filter_values(where), _DELETE_BATCH])
-            ids = [row[0] for row in await async_execute(self._connected, bound)]
-            await async_execute_all(self._connected, [delete.bind((i,)) for i in ids], self._writes)
+            ids = [row[0] for row in await execute(self._connected, bound)]
+            await execute_all(self._connected, [delete.bind((i,)) for i in ids])
             total += len(ids)
             if len(ids) < _DELETE_BATCH:
                 return total

@@ -28,16 +28,13 @@ from chatmem_repositories._options import InitializeSchema
 from chatmem_repositories.cassandra._codec import document_values, filter_values
 from chatmem_repositories.cassandra._cql import VectorCql
 from chatmem_repositories.cassandra._drivers import (
-    VECTOR_WRITES_IN_FLIGHT,
     ClusterRef,
     LazyCluster,
-    Semaphore,
-    execute,
-    execute_all,
     on_thread,
 )
 from chatmem_repositories.cassandra._errors import driver_errors
 from chatmem_repositories.cassandra._options import parse_url
+from chatmem_repositories.cassandra._sync.runner import execute, execute_all
 
 __all__ = ["CassandraVectorStore"]
 
@@ -99,7 +96,6 @@ class CassandraVectorStore(BaseVectorStore):
         self._prepared: dict[str, PreparedStatement] = {}
         self._ready = False
         self._lock = Lock()
-        self._writes = Semaphore(VECTOR_WRITES_IN_FLIGHT)
 
     @classmethod
     def from_url(
@@ -218,7 +214,7 @@ class CassandraVectorStore(BaseVectorStore):
         statements = [
             insert.bind(document_values(d, v)) for d, v in zip(documents, vectors, strict=True)
         ]
-        execute_all(self._connected, statements, self._writes)
+        execute_all(self._connected, statements)
         return [d.id for d in documents]
 
     def _search_by_vector(
@@ -234,7 +230,7 @@ class CassandraVectorStore(BaseVectorStore):
 
     def _delete(self, ids: list[str]) -> None:
         delete = self._prepared["delete"]
-        execute_all(self._connected, [delete.bind((i,)) for i in ids], self._writes)
+        execute_all(self._connected, [delete.bind((i,)) for i in ids])
 
     def _delete_where(self, where: VectorFilter) -> int:
         # Matching ids are read through the SAI index in pages and deleted by key.
@@ -245,7 +241,7 @@ class CassandraVectorStore(BaseVectorStore):
         while True:
             bound = select.bind([*filter_values(where), _DELETE_BATCH])
             ids = [row[0] for row in execute(self._connected, bound)]
-            execute_all(self._connected, [delete.bind((i,)) for i in ids], self._writes)
+            execute_all(self._connected, [delete.bind((i,)) for i in ids])
             total += len(ids)
             if len(ids) < _DELETE_BATCH:
                 return total
