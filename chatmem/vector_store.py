@@ -17,8 +17,10 @@ Example:
 
 from __future__ import annotations
 
-from chatmem._async.vector_store import AsyncInMemoryVectorStore, AsyncVectorStore
-from chatmem._sync.vector_store import InMemoryVectorStore, VectorStore
+from chatmem._async.in_memory_vector_store import AsyncInMemoryVectorStore
+from chatmem._async.vector_store import AsyncVectorStore
+from chatmem._sync.in_memory_vector_store import InMemoryVectorStore
+from chatmem._sync.vector_store import VectorStore
 from chatmem._vector_types import MetadataValue, VectorDocument, VectorFilter, as_filter
 
 __all__ = [
