@@ -1,4 +1,4 @@
-"""Chat memory strategies: the message window and the token window, sync and async.
+"""Chat memory strategies: the message window, the token window and the summarizing memory.
 
 ``CONVERSATION_ID`` is the advisor-context key that names the conversation. There is no
 default conversation id: every call names one.
@@ -10,17 +10,27 @@ from chatmem._async.memory import (
     AsyncChatMemory,
     AsyncMessageWindowChatMemory,
     AsyncTokenWindowChatMemory,
+    WindowSize,
 )
+from chatmem._async.summarizing import AsyncSummarizingChatMemory
+from chatmem._summaries import DEFAULT_SUMMARY_PROMPT, SUMMARY_END, SUMMARY_START
 from chatmem._sync.memory import ChatMemory, MessageWindowChatMemory, TokenWindowChatMemory
+from chatmem._sync.summarizing import SummarizingChatMemory
 
 __all__ = [
     "CONVERSATION_ID",
+    "DEFAULT_SUMMARY_PROMPT",
+    "SUMMARY_END",
+    "SUMMARY_START",
     "AsyncChatMemory",
     "AsyncMessageWindowChatMemory",
+    "AsyncSummarizingChatMemory",
     "AsyncTokenWindowChatMemory",
     "ChatMemory",
     "MessageWindowChatMemory",
+    "SummarizingChatMemory",
     "TokenWindowChatMemory",
+    "WindowSize",
 ]
 
 CONVERSATION_ID = "chat_memory_conversation_id"

@@ -1,7 +1,8 @@
 """The storage contract and the in-memory repository, sync and async.
 
 See :class:`ChatMemoryRepository` for the four methods every backend implements and
-:class:`ChatMemoryLog` for the log capabilities that make memory O(window).
+:class:`ChatMemoryLog` for the log capabilities that make memory O(window);
+:class:`SummaryStore` is the optional capability that keeps summaries.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from chatmem._async.repository import (
     AsyncChatMemoryLog,
     AsyncChatMemoryRepository,
     AsyncServerInfo,
+    AsyncSummaryStore,
     AsyncWindowReader,
 )
 from chatmem._records import ConversationPage, Position, StoredMessage
+from chatmem._summaries import ConversationSummary
 from chatmem._sync.in_memory import InMemoryChatMemoryRepository
 from chatmem._sync.repository import (
     ChatMemoryLog,
     ChatMemoryRepository,
     ServerInfo,
+    SummaryStore,
     WindowReader,
 )
 
@@ -27,13 +31,16 @@ __all__ = [
     "AsyncChatMemoryRepository",
     "AsyncInMemoryChatMemoryRepository",
     "AsyncServerInfo",
+    "AsyncSummaryStore",
     "AsyncWindowReader",
     "ChatMemoryLog",
     "ChatMemoryRepository",
     "ConversationPage",
+    "ConversationSummary",
     "InMemoryChatMemoryRepository",
     "Position",
     "ServerInfo",
     "StoredMessage",
+    "SummaryStore",
     "WindowReader",
 ]

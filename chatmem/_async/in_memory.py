@@ -7,6 +7,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import ClassVar
 
+from chatmem._summaries import ConversationSummary
 from chatmem._version import __version__
 from chatmem.backend import (
     AsyncLock,
@@ -61,8 +62,9 @@ def _position_key(stored: StoredMessage) -> Position:
 class AsyncInMemoryChatMemoryRepository:
     """Keeps conversations in a dict in this process. Safe under concurrent tasks.
 
-    Implements the full log contract, so memory reads cost O(window). Messages are kept by
-    reference (they are immutable). Nothing survives the process.
+    Implements the full log contract, so memory reads cost O(window), and keeps summaries
+    (:class:`~chatmem.repository.AsyncSummaryStore`). Messages are kept by reference (they
+    are immutable). Nothing survives the process.
 
     Example:
         ```python
@@ -90,6 +92,7 @@ class AsyncInMemoryChatMemoryRepository:
         self._ttl = normalize_ttl(ttl)
         self._clock = check_clock(clock)
         self._conversations: dict[str, _Conversation] = {}
+        self._summaries: dict[str, ConversationSummary] = {}
         self._lock = AsyncLock()
 
     def __repr__(self) -> str:
@@ -105,6 +108,7 @@ class AsyncInMemoryChatMemoryRepository:
         conversation = self._conversations.get(validate_conversation_id(conversation_id))
         if conversation is not None and self._expired(conversation, self._clock()):
             del self._conversations[conversation_id]
+            self._summaries.pop(conversation_id, None)
             return None
         return conversation
 
@@ -136,6 +140,7 @@ class AsyncInMemoryChatMemoryRepository:
             old = self._get(conversation_id)
             if not messages:
                 self._conversations.pop(conversation_id, None)
+                self._summaries.pop(conversation_id, None)
                 return
             fresh = _Conversation(conversation_id, old.next_position if old else 1)
             for message in messages:
@@ -148,6 +153,7 @@ class AsyncInMemoryChatMemoryRepository:
         validate_conversation_id(conversation_id)
         async with self._lock:
             self._conversations.pop(conversation_id, None)
+            self._summaries.pop(conversation_id, None)
 
     # -- log capabilities ---------------------------------------------------------------------
 
@@ -281,7 +287,30 @@ class AsyncInMemoryChatMemoryRepository:
             doomed = [cid for cid, c in self._conversations.items() if self._expired(c, now)]
             for cid in doomed:
                 del self._conversations[cid]
+                self._summaries.pop(cid, None)
             return len(doomed)
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def find_summary(self, conversation_id: str) -> ConversationSummary | None:
+        """Return the conversation's summary, or ``None``."""
+        async with self._lock:
+            self._get(conversation_id)  # drops an expired conversation with its summary
+            return self._summaries.get(conversation_id)
+
+    async def save_summary(
+        self, conversation_id: str, text: str, covers: Position, *, expected_version: int
+    ) -> bool:
+        """Write the summary if the stored version is ``expected_version``."""
+        async with self._lock:
+            self._get(conversation_id)
+            current = self._summaries.get(conversation_id)
+            if (current.version if current else 0) != expected_version:
+                return False
+            self._summaries[conversation_id] = ConversationSummary(
+                text, covers, expected_version + 1
+            )
+            return True
 
     async def aclose(self) -> None:
         """Nothing to release; present so every repository can be closed alike."""

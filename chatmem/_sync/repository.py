@@ -9,12 +9,14 @@ from datetime import datetime
 from typing import ClassVar, Protocol, runtime_checkable
 
 from chatmem._records import ConversationPage, Position, StoredMessage
+from chatmem._summaries import ConversationSummary
 from chatmem.messages import Message, MessageType
 
 __all__ = [
     "ChatMemoryLog",
     "ChatMemoryRepository",
     "ServerInfo",
+    "SummaryStore",
     "WindowReader",
 ]
 
@@ -213,4 +215,44 @@ class ServerInfo(Protocol):
 
     def server_version(self) -> str:
         """Return the server's product and version, such as ``"Apache Cassandra 5.0.2"``."""
+        ...
+
+
+@runtime_checkable
+class SummaryStore(Protocol):
+    """Optional: keep each conversation's running summary, with a version-checked write.
+
+    A summarizing memory (:class:`~chatmem.memory.SummarizingChatMemory`) stores its
+    summary here, so every process serving a conversation shares it and it survives
+    restarts. The write is a compare-and-set on the version: of two processes that fold the
+    same turns, only one wins, so no turn is folded twice and no update is lost. Deleting
+    the conversation (``delete_by_conversation_id``) deletes its summary; ``save_all``
+    leaves it alone. Without this capability a summarizing memory keeps the summary in
+    process memory only.
+    """
+
+    def find_summary(self, conversation_id: str) -> ConversationSummary | None:
+        """Return the conversation's summary, or ``None`` if none was written.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        ...
+
+    def save_summary(
+        self, conversation_id: str, text: str, covers: Position, *, expected_version: int
+    ) -> bool:
+        """Write the summary if the stored version is ``expected_version``.
+
+        Args:
+            conversation_id: The conversation.
+            text: The new summary.
+            covers: Position of the last message the summary covers.
+            expected_version: The version read before summarizing; 0 when there was no
+                summary.
+
+        Returns:
+            True if the write won (the stored version is now ``expected_version + 1``);
+            False if another writer got there first (nothing was written).
+        """
         ...
