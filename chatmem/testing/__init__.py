@@ -16,6 +16,10 @@ concurrent calls, every call is recorded with its interval and outcome, and
 was torn, no message duplicated or reordered, and no read saw the future. A failure names the
 seed; ``CHATMEM_CHECKER_SEED`` replays the schedule (see docs/testing.md).
 
+A repository that keeps summaries (:class:`~chatmem.repository.SummaryStore`) also inherits
+:class:`SummaryConformance` (same fixture): the version-checked write, concurrent writers,
+and two summarizing memories serving one conversation.
+
 A repository that takes ``clock=`` is tested for expiry without sleeping: set
 ``supports_clock = True`` on the test class, and the suite passes a :class:`ManualClock` and
 advances it over the time to live.
@@ -41,8 +45,10 @@ from chatmem.testing.openai_server import OpenAITestServer, ScriptedCompletion
 if TYPE_CHECKING:
     from chatmem.testing._async.conformance import AsyncRepositoryConformance
     from chatmem.testing._async.history_conformance import AsyncHistoryCheckerConformance
+    from chatmem.testing._async.summary_conformance import AsyncSummaryConformance
     from chatmem.testing._sync.conformance import RepositoryConformance
     from chatmem.testing._sync.history_conformance import HistoryCheckerConformance
+    from chatmem.testing._sync.summary_conformance import SummaryConformance
 
 # Names whose modules import pytest: loaded on first access only.
 _NEEDS_PYTEST = {
@@ -50,6 +56,8 @@ _NEEDS_PYTEST = {
     "RepositoryConformance": "chatmem.testing._sync.conformance",
     "AsyncHistoryCheckerConformance": "chatmem.testing._async.history_conformance",
     "HistoryCheckerConformance": "chatmem.testing._sync.history_conformance",
+    "AsyncSummaryConformance": "chatmem.testing._async.summary_conformance",
+    "SummaryConformance": "chatmem.testing._sync.summary_conformance",
 }
 
 
@@ -69,6 +77,7 @@ __all__ = [
     "AsyncHistoryCheckerConformance",
     "AsyncRepositoryConformance",
     "AsyncScriptedChatModel",
+    "AsyncSummaryConformance",
     "CheckerSettings",
     "History",
     "HistoryCheckError",
@@ -83,6 +92,7 @@ __all__ = [
     "ScriptedChatModel",
     "ScriptedCompletion",
     "ScriptedReply",
+    "SummaryConformance",
     "check_history",
     "every_kind_of_message",
     "find_anomalies",
