@@ -1,7 +1,9 @@
 """Storage backends for chatmem, chosen by URL.
 
 Each backend is a self-contained subpackage that imports its driver only inside itself, so
-installing one extra (``pip install "chatmem[redis]"``) is enough to use it.
+installing one extra (``pip install "chatmem[redis]"``) is enough to use it. Every one has
+the same files and option names and is built from the public toolkit, :mod:`chatmem.backend`,
+as a third-party backend found through the ``chatmem.repositories`` entry point would be.
 
 Example:
     ```python
