@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
+import redis
 
 from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
 from chatmem.testing import AsyncSummaryConformance, SummaryConformance
+from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
+from tests.conftest import server_url
+
+PREFIX = f"chatmem-summary-{uuid.uuid4().hex[:8]}"
 
 
 class TestInMemorySummariesAsync(AsyncSummaryConformance):
@@ -24,3 +30,37 @@ class TestInMemorySummariesSync(SummaryConformance):
     @pytest.fixture
     def repository_factory(self) -> Callable[..., InMemoryChatMemoryRepository]:
         return InMemoryChatMemoryRepository
+
+
+# -- Redis ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    url = server_url("redis")
+    yield url
+    with redis.Redis.from_url(url) as client:
+        for pattern in (f"{{{PREFIX}:*", f"{{{PREFIX}}}:*"):
+            keys = list(client.scan_iter(match=pattern, count=1000))
+            for start in range(0, len(keys), 500):
+                client.delete(*keys[start : start + 500])
+
+
+class TestRedisSummariesAsync(AsyncSummaryConformance):
+    @pytest.fixture
+    def repository_factory(
+        self, redis_url: str
+    ) -> Callable[..., Awaitable[AsyncRedisChatMemoryRepository]]:
+        async def factory(**options: Any) -> AsyncRedisChatMemoryRepository:
+            return AsyncRedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX, **options)
+
+        return factory
+
+
+class TestRedisSummariesSync(SummaryConformance):
+    @pytest.fixture
+    def repository_factory(self, redis_url: str) -> Callable[..., RedisChatMemoryRepository]:
+        def factory(**options: Any) -> RedisChatMemoryRepository:
+            return RedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX, **options)
+
+        return factory

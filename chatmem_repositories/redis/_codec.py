@@ -9,11 +9,13 @@ from typing import Any
 from chatmem.backend import Position, StoredMessage
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, decode_message, encode_message, searchable_text
+from chatmem.repository import ConversationSummary
 
 __all__ = [
     "append_args",
     "as_int",
     "as_text",
+    "decode_summary",
     "micros",
     "position_arg",
     "server_product",
@@ -93,3 +95,11 @@ def stored_from_pairs(
         message = decode_message(body, conversation_id=conversation_id)
         stored.append(StoredMessage(as_int(position), message))
     return stored
+
+
+def decode_summary(reply: list[Any]) -> ConversationSummary | None:
+    """The summary from ``HMGET meta summary summary_covers summary_version``, or ``None``."""
+    text, covers, version = reply
+    if version is None:
+        return None
+    return ConversationSummary(as_text(text), as_int(covers), as_int(version))

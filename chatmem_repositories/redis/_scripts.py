@@ -17,6 +17,7 @@ __all__ = [
     "LATEST",
     "RECENT",
     "REPLACE",
+    "SAVE_SUMMARY",
     "WINDOW",
 ]
 
@@ -295,3 +296,13 @@ return redis.call('ZRANGEBYLEX', KEYS[1], start, '+', 'LIMIT', 0, tonumber(ARGV[
 KEYS: the index to list (conversations or an owner's), conversations, expiry.
 ARGV: owner key prefix, mode (``purge``, ``all`` or ``page``), has cursor, cursor, limit.
 """
+
+SAVE_SUMMARY = """
+local version = tonumber(redis.call('HGET', KEYS[1], 'summary_version') or '0')
+if version ~= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'summary_version', version + 1, 'summary', ARGV[2],
+  'summary_covers', ARGV[3])
+return 1
+"""
+"""Compare-and-set of the summary, kept in the meta hash (it expires and is deleted with
+the conversation). KEYS[1]: meta. ARGV: expected version, text, covered position."""

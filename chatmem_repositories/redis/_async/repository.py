@@ -23,12 +23,14 @@ from chatmem.backend import (
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, decode_message
+from chatmem.repository import ConversationSummary
 from chatmem_repositories._options import redact_url
 from chatmem_repositories.redis import _scripts
 from chatmem_repositories.redis._codec import (
     append_args,
     as_int,
     as_text,
+    decode_summary,
     micros,
     position_arg,
     server_product,
@@ -62,7 +64,9 @@ class AsyncRedisChatMemoryRepository:
     """Stores conversations in plain Redis 7 (no modules), through redis-py.
 
     Every call is one Lua script or one command, so each is atomic and one round trip.
-    See ``docs/backends/redis.md`` for the key layout.
+    See ``docs/backends/redis.md`` for the key layout. Keeps summaries
+    (:class:`~chatmem.repository.AsyncSummaryStore`) in the conversation's meta hash, so a
+    summary expires and is deleted with its conversation (``save_all`` drops it too).
 
     Example:
         ```python
@@ -399,6 +403,31 @@ class AsyncRedisChatMemoryRepository:
             How many expired conversations were removed from the indexes.
         """
         return as_int(await self._index("purge", self._keys.conversations, None, 0))
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def find_summary(self, conversation_id: str) -> ConversationSummary | None:
+        """Return the conversation's summary (fields of its meta hash), or ``None``."""
+        meta = self._keys.conversation(validate_conversation_id(conversation_id))[0]
+        reply = await self._call(
+            "reading a summary",
+            lambda: self._client.hmget(meta, ["summary", "summary_covers", "summary_version"]),
+        )
+        return decode_summary(reply)
+
+    async def save_summary(
+        self, conversation_id: str, text: str, covers: Position, *, expected_version: int
+    ) -> bool:
+        """Write the summary if the stored version is ``expected_version`` (one script)."""
+        meta = self._keys.conversation(validate_conversation_id(conversation_id))[0]
+        won = await self._run(
+            "writing a summary",
+            "SAVE_SUMMARY",
+            [meta],
+            [expected_version, text, position_arg(covers)],
+            write=True,
+        )
+        return bool(as_int(won))
 
     async def aclose(self) -> None:
         """Close the client if this repository created it (``from_url``)."""
