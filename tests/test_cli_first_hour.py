@@ -172,7 +172,7 @@ def _closed_port() -> int:
 def test_doctor_on_a_closed_port_is_one_fast_line(scheme: str) -> None:
     started = time.monotonic()
     code, out = invoke("doctor", "--url", scheme.format(port=_closed_port()))
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5  # the driver alone waited 5 s or more before
     assert code == 1
     failed = [line for line in lines_of(out) if line.startswith("FAIL")]
     assert len(failed) == 1
