@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from chatmem import ChatMemError, ChatMemoryLog
+from chatmem_cli._doctor import reach_server
 from chatmem_repositories import create_repository, redact_url
 from chatmem_repositories.settings import ChatMemorySettings
 
@@ -138,6 +139,11 @@ def open_log(url: str, **options: Any) -> Iterator[ChatMemoryLog]:
         repository = create_repository(url, **options)
     except ChatMemError as exc:
         fail(str(exc))
+    # A server that is down is one line now, not a driver's timeout and report later.
+    unreachable = reach_server(url)
+    if unreachable is not None:
+        repository.close()
+        fail(f"{redact_url(url)}: {unreachable.detail}")
     try:
         if not isinstance(repository, ChatMemoryLog):
             fail(f"the repository at {redact_url(url)} does not support paging its history")

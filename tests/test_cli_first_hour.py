@@ -182,6 +182,17 @@ def test_doctor_on_a_closed_port_is_one_fast_line(scheme: str) -> None:
     assert "Topology" not in out
 
 
+@pytest.mark.parametrize("command", [["conversations"], ["show", "x"], ["export", "-"]])
+def test_every_command_says_in_one_line_that_the_server_is_down(command: list[str]) -> None:
+    port = _closed_port()
+    code, out = invoke(*command, "--url", f"mongodb://127.0.0.1:{port}/x")
+    assert code == 1
+    assert lines_of(out) == [
+        f"error: mongodb://127.0.0.1:{port}/x: cannot connect to 127.0.0.1:{port} (connection "
+        "refused): is the server running, and are the host and port in the URL right?"
+    ]
+
+
 def test_doctor_names_only_the_drivers_the_url_uses() -> None:
     assert drivers_for("postgresql+psycopg://h/db") == ["sqlalchemy", "psycopg"]
     assert drivers_for("postgresql://h/db") == ["sqlalchemy", "psycopg"]
