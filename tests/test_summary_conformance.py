@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 import redis
+from pymongo import MongoClient
 
 from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
 from chatmem.testing import AsyncSummaryConformance, SummaryConformance
+from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from tests.conftest import server_url
 
@@ -62,5 +64,51 @@ class TestRedisSummariesSync(SummaryConformance):
     def repository_factory(self, redis_url: str) -> Callable[..., RedisChatMemoryRepository]:
         def factory(**options: Any) -> RedisChatMemoryRepository:
             return RedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX, **options)
+
+        return factory
+
+
+# -- MongoDB (FerretDB) -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def mongodb_prefix() -> Iterator[tuple[str, str]]:
+    url = server_url("mongodb")
+    name = f"sum{uuid.uuid4().hex[:8]}_"
+    yield url, name
+    client: MongoClient[dict[str, Any]] = MongoClient(url)
+    try:
+        database = client.get_default_database()
+        for collection in database.list_collection_names():
+            if collection.startswith(name):
+                database.drop_collection(collection)
+    finally:
+        client.close()
+
+
+@pytest.mark.backend("mongodb")
+class TestMongoSummariesAsync(AsyncSummaryConformance):
+    @pytest.fixture
+    def repository_factory(
+        self, mongodb_prefix: tuple[str, str]
+    ) -> Callable[..., Awaitable[AsyncMongoChatMemoryRepository]]:
+        url, prefix = mongodb_prefix
+
+        async def factory(**options: Any) -> AsyncMongoChatMemoryRepository:
+            return AsyncMongoChatMemoryRepository.from_url(url, collection_prefix=prefix, **options)
+
+        return factory
+
+
+@pytest.mark.backend("mongodb")
+class TestMongoSummariesSync(SummaryConformance):
+    @pytest.fixture
+    def repository_factory(
+        self, mongodb_prefix: tuple[str, str]
+    ) -> Callable[..., MongoChatMemoryRepository]:
+        url, prefix = mongodb_prefix
+
+        def factory(**options: Any) -> MongoChatMemoryRepository:
+            return MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, **options)
 
         return factory

@@ -1,4 +1,4 @@
-"""The indexes of the MongoDB repository's two collections (no I/O).
+"""The indexes of the MongoDB repository's collections (no I/O).
 
 The repository creates the missing ones on first use when ``initialize_schema="always"``,
 one at a time (see ``_async/repository.py``); the expiry index is made by ``_async/expiry.py``
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pymongo import ASCENDING, IndexModel
 
-__all__ = ["CONVERSATION_INDEXES", "MESSAGE_INDEXES", "missing"]
+__all__ = ["CONVERSATION_INDEXES", "MESSAGE_INDEXES", "SUMMARY_INDEXES", "missing"]
 
 MESSAGE_INDEXES = [
     # Serves windows (backwards), history pages (forwards), delete_before, and reserves
@@ -37,6 +37,18 @@ CONVERSATION_INDEXES = [
     IndexModel([("owner", ASCENDING), ("_id", ASCENDING)], name="owner_id"),
 ]
 """Indexes of the conversations collection (the expiry index is made separately)."""
+
+
+SUMMARY_INDEXES = [
+    # The version-checked write: of two writers inserting the same next version of one
+    # conversation's summary (in one life), exactly one succeeds.
+    IndexModel(
+        [("conversation_id", ASCENDING), ("gen", ASCENDING), ("version", ASCENDING)],
+        unique=True,
+        name="conversation_gen_version",
+    ),
+]
+"""Indexes of the summaries collection."""
 
 
 def missing(existing: set[str], indexes: list[IndexModel]) -> list[IndexModel]:

@@ -24,6 +24,7 @@ from chatmem.backend import (
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
+from chatmem.repository import ConversationSummary
 from chatmem_repositories._options import InitializeSchema, schema_flag
 
 from .._codec import (
@@ -36,9 +37,10 @@ from .._codec import (
 from .._drivers import AsyncCollection, AsyncMongoClient, Document
 from .._errors import mapped_errors, tracks_sent_commands
 from .._options import parse_url
-from .._schema import CONVERSATION_INDEXES, MESSAGE_INDEXES, missing
+from .._schema import CONVERSATION_INDEXES, MESSAGE_INDEXES, SUMMARY_INDEXES, missing
 from .batches import AsyncBatches
 from .expiry import AsyncExpiry
+from .summaries import AsyncSummaries
 
 __all__ = ["AsyncMongoChatMemoryRepository"]
 
@@ -63,6 +65,9 @@ class AsyncMongoChatMemoryRepository:
     at all. With a TTL, each read first checks the conversation's stored expiry (one more
     round trip), and on servers without TTL indexes each append then checks that a
     concurrent ``purge_expired`` did not delete its conversation document (one more).
+    Summaries (:class:`~chatmem.repository.AsyncSummaryStore`) live in a third collection,
+    ``<prefix>summaries``: each write inserts the next version, and a unique index lets one
+    writer of a version win (FerretDB's filtered updates are not atomic).
 
     Example:
         ```python
@@ -117,6 +122,8 @@ class AsyncMongoChatMemoryRepository:
         self._ttl = normalize_ttl(ttl)
         self._expiry = AsyncExpiry(self._messages, self._conversations, self._ttl, clock)
         self._batches = AsyncBatches(self._messages, self._conversations, self._expiry)
+        self._summaries_collection: AsyncCollection = db[collection_prefix + "summaries"]
+        self._summaries = AsyncSummaries(self._summaries_collection, self._expiry)
         self._ready_done = initialize_schema == "never"
         self._ready_lock = AsyncLock()
         # With the listener, a failed write knows whether it sent anything (see _errors).
@@ -198,6 +205,7 @@ class AsyncMongoChatMemoryRepository:
             with mapped_errors():
                 await _ensure_indexes(self._messages, MESSAGE_INDEXES)
                 await _ensure_indexes(self._conversations, CONVERSATION_INDEXES)
+                await _ensure_indexes(self._summaries_collection, SUMMARY_INDEXES)
                 if self._ttl is not None:
                     await self._expiry.create_index()
             self._ready_done = True
@@ -247,6 +255,7 @@ class AsyncMongoChatMemoryRepository:
             # Messages first: a crash in between leaves an empty conversation, not orphans.
             await self._messages.delete_many({"conversation_id": conversation_id})
             await self._conversations.delete_one({"_id": conversation_id})
+            await self._summaries.delete(conversation_id)
 
     # -- log capabilities ---------------------------------------------------------------------
 
@@ -405,6 +414,24 @@ class AsyncMongoChatMemoryRepository:
         await self._ready()
         with mapped_errors(write=True, tracked=self._tracked):
             return await self._expiry.purge()
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def find_summary(self, conversation_id: str) -> ConversationSummary | None:
+        """Return the conversation's summary, or ``None``."""
+        validate_conversation_id(conversation_id)
+        await self._ready()
+        with mapped_errors():
+            return await self._summaries.find(conversation_id)
+
+    async def save_summary(
+        self, conversation_id: str, text: str, covers: Position, *, expected_version: int
+    ) -> bool:
+        """Write the summary if the stored version is ``expected_version``."""
+        validate_conversation_id(conversation_id)
+        await self._ready()
+        with mapped_errors(write=True, tracked=self._tracked):
+            return await self._summaries.save(conversation_id, text, covers, expected_version)
 
     async def aclose(self) -> None:
         """Close the client if this repository created it (from a URL)."""

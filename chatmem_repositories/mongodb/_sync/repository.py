@@ -26,6 +26,7 @@ from chatmem.backend import (
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
+from chatmem.repository import ConversationSummary
 from chatmem_repositories._options import InitializeSchema, schema_flag
 
 from .._codec import (
@@ -38,9 +39,10 @@ from .._codec import (
 from .._drivers import Collection, Document, MongoClient
 from .._errors import mapped_errors, tracks_sent_commands
 from .._options import parse_url
-from .._schema import CONVERSATION_INDEXES, MESSAGE_INDEXES, missing
+from .._schema import CONVERSATION_INDEXES, MESSAGE_INDEXES, SUMMARY_INDEXES, missing
 from .batches import Batches
 from .expiry import Expiry
+from .summaries import Summaries
 
 __all__ = ["MongoChatMemoryRepository"]
 
@@ -65,6 +67,9 @@ class MongoChatMemoryRepository:
     at all. With a TTL, each read first checks the conversation's stored expiry (one more
     round trip), and on servers without TTL indexes each append then checks that a
     concurrent ``purge_expired`` did not delete its conversation document (one more).
+    Summaries (:class:`~chatmem.repository.SummaryStore`) live in a third collection,
+    ``<prefix>summaries``: each write inserts the next version, and a unique index lets one
+    writer of a version win (FerretDB's filtered updates are not atomic).
 
     Example:
         ```python
@@ -119,6 +124,8 @@ class MongoChatMemoryRepository:
         self._ttl = normalize_ttl(ttl)
         self._expiry = Expiry(self._messages, self._conversations, self._ttl, clock)
         self._batches = Batches(self._messages, self._conversations, self._expiry)
+        self._summaries_collection: Collection = db[collection_prefix + "summaries"]
+        self._summaries = Summaries(self._summaries_collection, self._expiry)
         self._ready_done = initialize_schema == "never"
         self._ready_lock = Lock()
         # With the listener, a failed write knows whether it sent anything (see _errors).
@@ -198,6 +205,7 @@ class MongoChatMemoryRepository:
             with mapped_errors():
                 _ensure_indexes(self._messages, MESSAGE_INDEXES)
                 _ensure_indexes(self._conversations, CONVERSATION_INDEXES)
+                _ensure_indexes(self._summaries_collection, SUMMARY_INDEXES)
                 if self._ttl is not None:
                     self._expiry.create_index()
             self._ready_done = True
@@ -247,6 +255,7 @@ class MongoChatMemoryRepository:
             # Messages first: a crash in between leaves an empty conversation, not orphans.
             self._messages.delete_many({"conversation_id": conversation_id})
             self._conversations.delete_one({"_id": conversation_id})
+            self._summaries.delete(conversation_id)
 
     # -- log capabilities ---------------------------------------------------------------------
 
@@ -401,6 +410,24 @@ class MongoChatMemoryRepository:
         self._ready()
         with mapped_errors(write=True, tracked=self._tracked):
             return self._expiry.purge()
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    def find_summary(self, conversation_id: str) -> ConversationSummary | None:
+        """Return the conversation's summary, or ``None``."""
+        validate_conversation_id(conversation_id)
+        self._ready()
+        with mapped_errors():
+            return self._summaries.find(conversation_id)
+
+    def save_summary(
+        self, conversation_id: str, text: str, covers: Position, *, expected_version: int
+    ) -> bool:
+        """Write the summary if the stored version is ``expected_version``."""
+        validate_conversation_id(conversation_id)
+        self._ready()
+        with mapped_errors(write=True, tracked=self._tracked):
+            return self._summaries.save(conversation_id, text, covers, expected_version)
 
     def close(self) -> None:
         """Close the client if this repository created it (from a URL)."""
