@@ -32,7 +32,6 @@ __all__ = [
     "fit_to_budget",
     "render_evicted",
     "summary_message",
-    "with_summary",
 ]
 
 SUMMARY_START = "<<<CONVERSATION_SUMMARY>>>"
@@ -164,21 +163,3 @@ def summary_message(conversation_id: str, summary: ConversationSummary) -> UserM
     )
     key = f"chatmem-summary:{conversation_id}:{summary.version}"
     return UserMessage(section, id=str(uuid.uuid5(uuid.NAMESPACE_URL, key)))
-
-
-def with_summary(
-    messages: Sequence[Message], conversation_id: str, summary: ConversationSummary | None
-) -> list[Message]:
-    """Put the summary section after the leading system message, before the window.
-
-    Args:
-        messages: What the window memory returned.
-        conversation_id: The conversation.
-        summary: The stored summary, if any.
-    """
-    out = list(messages)
-    if summary is None or not summary.text:
-        return out
-    at = 1 if out and isinstance(out[0], SystemMessage) else 0
-    out.insert(at, summary_message(conversation_id, summary))
-    return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from chatmem._background import Background
@@ -17,7 +18,7 @@ from chatmem._summaries import (
     ConversationSummary,
     fit_to_budget,
     render_evicted,
-    with_summary,
+    summary_message,
 )
 from chatmem._sync.memory import (
     MessageWindowChatMemory,
@@ -181,6 +182,9 @@ class SummarizingChatMemory:
             local = _process_summaries.setdefault(memory.repository, _AsyncProcessSummaries())
             self._summaries = self._local = local
         self._background = Background()
+        # The rendered section of recent summaries, so get() builds the message only when a
+        # new summary appears (the text is compared: a cleared conversation reuses versions).
+        self._rendered: OrderedDict[tuple[str, int], tuple[str, UserMessage]] = OrderedDict()
 
     def __repr__(self) -> str:
         return (
@@ -219,7 +223,19 @@ class SummarizingChatMemory:
         """
         messages = self.memory.get(conversation_id)
         summary = self._summaries.find_summary(conversation_id)
-        return with_summary(messages, conversation_id, summary)
+        if summary is None or not summary.text:
+            return messages
+        key = (conversation_id, summary.version)
+        cached = self._rendered.get(key)
+        if cached is not None and cached[0] == summary.text:
+            section = cached[1]
+        else:
+            section = summary_message(conversation_id, summary)
+            self._rendered[key] = (summary.text, section)
+            if len(self._rendered) > _RENDERED:
+                self._rendered.popitem(last=False)
+        at = 1 if messages and isinstance(messages[0], SystemMessage) else 0
+        return [*messages[:at], section, *messages[at:]]
 
     def clear(self, conversation_id: str) -> None:
         """Delete the conversation's history and its summary.
@@ -353,3 +369,4 @@ class SummarizingChatMemory:
 
 
 _PAGE = 200
+_RENDERED = 1024
