@@ -18,7 +18,6 @@ from chatmem._records import Position
 from chatmem.messages import (
     AssistantMessage,
     Message,
-    SystemMessage,
     ToolResponseMessage,
     UserMessage,
 )
