@@ -22,6 +22,7 @@ from chatmem import (
     InMemoryChatMemoryRepository,
     MessageWindowChatMemory,
     SystemMessage,
+    TokenWindowChatMemory,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -328,3 +329,26 @@ def test_works_through_the_memory_advisor_with_a_prompt_system_message() -> None
     assert sent[0].text == "You are helpful."
     assert summary_section(list(sent))["summary"] == "The user is James Bond."
     assert sent[-1].text == "What is my name?"
+
+
+def test_a_token_window_with_a_size_per_conversation_is_summarized_too() -> None:
+    model = ScriptedChatModel(respond=folding_summarizer)
+    memory = SummarizingChatMemory(
+        TokenWindowChatMemory(
+            max_tokens=lambda cid: 100 if cid == "gold" else 40,
+            token_estimator=CharacterTokenEstimator(),
+        ),
+        model,
+        background=False,
+        max_summary_tokens=100_000,
+    )
+    for cid in ("gold", "free"):
+        for i in range(12):
+            memory.add(cid, turn(i))
+    gold, free = memory.find_summary("gold"), memory.find_summary("free")
+    assert gold is not None
+    assert free is not None
+    window_turns = {cid: len(memory.memory.get(cid)) // 2 for cid in ("gold", "free")}
+    assert window_turns["gold"] > window_turns["free"]
+    assert folded_users(gold.text) == [f"u{i}" for i in range(12 - window_turns["gold"])]
+    assert folded_users(free.text) == [f"u{i}" for i in range(12 - window_turns["free"])]
