@@ -271,6 +271,8 @@ def test_configuration_errors() -> None:
         SummarizingChatMemory(MessageWindowChatMemory(evict=True), model)
     with pytest.raises(ConfigurationError):
         SummarizingChatMemory(MessageWindowChatMemory(), model, max_summary_tokens=0)
+    with pytest.raises(ConfigurationError, match="wraps a message or token window"):
+        SummarizingChatMemory(SummarizingChatMemory(MessageWindowChatMemory(), model), model)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="not an async"):
         AsyncSummarizingChatMemory(AsyncMessageWindowChatMemory(), model)  # type: ignore[arg-type]
 

@@ -139,6 +139,11 @@ class AsyncSummarizingChatMemory:
     ) -> None:
         check_flavor(memory, "get", is_async=async_api, role="window memory")
         check_flavor(model, "call", is_async=async_api, role="chat model")
+        if not isinstance(memory, AsyncMessageWindowChatMemory | AsyncTokenWindowChatMemory):
+            raise ConfigurationError(
+                f"a summarizing memory wraps a message or token window memory, "
+                f"got {type(memory).__name__}"
+            )
         if memory.evict:
             raise ConfigurationError(
                 "a summarizing memory reads evicted turns back from the history: "

@@ -141,6 +141,11 @@ class SummarizingChatMemory:
     ) -> None:
         check_flavor(memory, "get", is_async=api, role="window memory")
         check_flavor(model, "call", is_async=api, role="chat model")
+        if not isinstance(memory, MessageWindowChatMemory | TokenWindowChatMemory):
+            raise ConfigurationError(
+                f"a summarizing memory wraps a message or token window memory, "
+                f"got {type(memory).__name__}"
+            )
         if memory.evict:
             raise ConfigurationError(
                 "a summarizing memory reads evicted turns back from the history: "
