@@ -20,6 +20,8 @@ PREFIX = f"chatmem-summary-{uuid.uuid4().hex[:8]}"
 
 
 class TestInMemorySummariesAsync(AsyncSummaryConformance):
+    supports_clock = True
+
     @pytest.fixture
     def repository_factory(self) -> Callable[..., Awaitable[AsyncInMemoryChatMemoryRepository]]:
         async def factory(**options: Any) -> AsyncInMemoryChatMemoryRepository:
@@ -29,6 +31,8 @@ class TestInMemorySummariesAsync(AsyncSummaryConformance):
 
 
 class TestInMemorySummariesSync(SummaryConformance):
+    supports_clock = True
+
     @pytest.fixture
     def repository_factory(self) -> Callable[..., InMemoryChatMemoryRepository]:
         return InMemoryChatMemoryRepository
@@ -88,6 +92,8 @@ def mongodb_prefix() -> Iterator[tuple[str, str]]:
 
 @pytest.mark.backend("mongodb")
 class TestMongoSummariesAsync(AsyncSummaryConformance):
+    supports_clock = True  # FerretDB has no TTL index: chatmem's stored expiry decides
+
     @pytest.fixture
     def repository_factory(
         self, mongodb_prefix: tuple[str, str]
@@ -102,6 +108,8 @@ class TestMongoSummariesAsync(AsyncSummaryConformance):
 
 @pytest.mark.backend("mongodb")
 class TestMongoSummariesSync(SummaryConformance):
+    supports_clock = True
+
     @pytest.fixture
     def repository_factory(
         self, mongodb_prefix: tuple[str, str]

@@ -35,6 +35,7 @@ from chatmem._summaries import SUMMARY_END, SUMMARY_START
 from chatmem.messages import AssistantMessage, MessageType, UserMessage
 from chatmem.model import Prompt
 from chatmem.testing._async.scripted import AsyncScriptedChatModel
+from chatmem.testing._clock import ManualClock
 
 __all__ = ["AsyncSummaryConformance", "folding_summarizer"]
 
@@ -71,6 +72,10 @@ class AsyncSummaryConformance:
     """Successful writes each writer makes in the compare-and-set test."""
     turns_per_writer: ClassVar[int] = 8
     """Turns each writer adds in the two-memories test."""
+    supports_clock: ClassVar[bool] = False
+    """True when ``repository_factory(ttl=..., clock=...)`` makes a repository that reads the
+    time from ``clock``: the expiry test then steps a :class:`~chatmem.testing.ManualClock`
+    over the time to live (the same switch as the repository conformance suite's)."""
 
     @pytest.fixture
     async def summary_repository(self, repository_factory: Factory) -> AsyncIterator[Any]:
@@ -136,6 +141,33 @@ class AsyncSummaryConformance:
             summary_cid, "new", stored[0].position, expected_version=0
         )
         await repository.delete_by_conversation_id(other)
+
+    @pytest.mark.asyncio
+    async def test_summary_expires_with_its_conversation(
+        self, repository_factory: Factory, summary_cid: str
+    ) -> None:
+        if not self.supports_clock:
+            pytest.skip("expiry is tested where a ManualClock can step over the TTL")
+        clock = ManualClock()
+        repository: Any = await repository_factory(ttl=60, clock=clock)
+        try:
+            stored = await repository.append(summary_cid, [UserMessage("a")])
+            assert await repository.save_summary(
+                summary_cid, "old life", stored[0].position, expected_version=0
+            )
+            clock.advance(120)
+            assert await repository.find_summary(summary_cid) is None
+            # The next life starts without a summary, at version 0.
+            stored = await repository.append(summary_cid, [UserMessage("b")])
+            assert await repository.find_summary(summary_cid) is None
+            assert await repository.save_summary(
+                summary_cid, "new life", stored[0].position, expected_version=0
+            )
+            summary = await repository.find_summary(summary_cid)
+            assert summary is not None
+            assert (summary.text, summary.version) == ("new life", 1)
+        finally:
+            await repository.aclose()
 
     @pytest.mark.asyncio
     async def test_concurrent_writers_never_lose_an_update(

@@ -36,6 +36,7 @@ from chatmem._sync.repository import ChatMemoryLog, SummaryStore
 from chatmem._sync.summarizing import SummarizingChatMemory
 from chatmem.messages import AssistantMessage, MessageType, UserMessage
 from chatmem.model import Prompt
+from chatmem.testing._clock import ManualClock
 from chatmem.testing._sync.scripted import ScriptedChatModel
 
 __all__ = ["SummaryConformance", "folding_summarizer"]
@@ -73,6 +74,10 @@ class SummaryConformance:
     """Successful writes each writer makes in the compare-and-set test."""
     turns_per_writer: ClassVar[int] = 8
     """Turns each writer adds in the two-memories test."""
+    supports_clock: ClassVar[bool] = False
+    """True when ``repository_factory(ttl=..., clock=...)`` makes a repository that reads the
+    time from ``clock``: the expiry test then steps a :class:`~chatmem.testing.ManualClock`
+    over the time to live (the same switch as the repository conformance suite's)."""
 
     @pytest.fixture
     def summary_repository(self, repository_factory: Factory) -> Iterator[Any]:
@@ -133,6 +138,32 @@ class SummaryConformance:
         stored = repository.append(summary_cid, [UserMessage("again")])
         assert repository.save_summary(summary_cid, "new", stored[0].position, expected_version=0)
         repository.delete_by_conversation_id(other)
+
+    def test_summary_expires_with_its_conversation(
+        self, repository_factory: Factory, summary_cid: str
+    ) -> None:
+        if not self.supports_clock:
+            pytest.skip("expiry is tested where a ManualClock can step over the TTL")
+        clock = ManualClock()
+        repository: Any = repository_factory(ttl=60, clock=clock)
+        try:
+            stored = repository.append(summary_cid, [UserMessage("a")])
+            assert repository.save_summary(
+                summary_cid, "old life", stored[0].position, expected_version=0
+            )
+            clock.advance(120)
+            assert repository.find_summary(summary_cid) is None
+            # The next life starts without a summary, at version 0.
+            stored = repository.append(summary_cid, [UserMessage("b")])
+            assert repository.find_summary(summary_cid) is None
+            assert repository.save_summary(
+                summary_cid, "new life", stored[0].position, expected_version=0
+            )
+            summary = repository.find_summary(summary_cid)
+            assert summary is not None
+            assert (summary.text, summary.version) == ("new life", 1)
+        finally:
+            repository.close()
 
     def test_concurrent_writers_never_lose_an_update(
         self, summary_repository: Any, summary_cid: str

@@ -120,9 +120,11 @@ class AsyncMongoChatMemoryRepository:
         self._messages: AsyncCollection = db[collection_prefix + "messages"]
         self._conversations: AsyncCollection = db[collection_prefix + "conversations"]
         self._ttl = normalize_ttl(ttl)
-        self._expiry = AsyncExpiry(self._messages, self._conversations, self._ttl, clock)
-        self._batches = AsyncBatches(self._messages, self._conversations, self._expiry)
         self._summaries_collection: AsyncCollection = db[collection_prefix + "summaries"]
+        self._expiry = AsyncExpiry(
+            self._messages, self._conversations, self._ttl, clock, self._summaries_collection
+        )
+        self._batches = AsyncBatches(self._messages, self._conversations, self._expiry)
         self._summaries = AsyncSummaries(self._summaries_collection, self._expiry)
         self._ready_done = initialize_schema == "never"
         self._ready_lock = AsyncLock()

@@ -46,6 +46,7 @@ class Expiry:
         conversations: The conversations collection.
         ttl: How long a conversation lives after its last write; ``None`` keeps it forever.
         clock: Returns the current time, an aware UTC datetime; every "now" is read from it.
+        summaries: The summaries collection, whose documents of an earlier life go with it.
     """
 
     def __init__(
@@ -54,9 +55,11 @@ class Expiry:
         conversations: Collection,
         ttl: timedelta | None,
         clock: Clock | None = None,
+        summaries: Collection | None = None,
     ) -> None:
         self._messages = messages
         self._conversations = conversations
+        self._summaries = summaries
         self.ttl = ttl
         """The time to live, or ``None``."""
         self.now: Clock = check_clock(clock)
@@ -132,6 +135,9 @@ class Expiry:
         purge deleted the conversation document under them (see ``restore``).
         """
         now = self.now()
+        if self._summaries is not None and (before is None or wipe or is_expired(before, now)):
+            # A new life (or a replaced history) starts without the old summary.
+            self._summaries.delete_many({"conversation_id": conversation_id})
         if before is None:
             others: Document = {"conversation_id": conversation_id, "gen": {"$ne": gen}}
             if self.ttl is None or wipe:

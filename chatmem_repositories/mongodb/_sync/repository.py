@@ -122,9 +122,11 @@ class MongoChatMemoryRepository:
         self._messages: Collection = db[collection_prefix + "messages"]
         self._conversations: Collection = db[collection_prefix + "conversations"]
         self._ttl = normalize_ttl(ttl)
-        self._expiry = Expiry(self._messages, self._conversations, self._ttl, clock)
-        self._batches = Batches(self._messages, self._conversations, self._expiry)
         self._summaries_collection: Collection = db[collection_prefix + "summaries"]
+        self._expiry = Expiry(
+            self._messages, self._conversations, self._ttl, clock, self._summaries_collection
+        )
+        self._batches = Batches(self._messages, self._conversations, self._expiry)
         self._summaries = Summaries(self._summaries_collection, self._expiry)
         self._ready_done = initialize_schema == "never"
         self._ready_lock = Lock()

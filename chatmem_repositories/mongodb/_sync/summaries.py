@@ -5,10 +5,12 @@
 A filtered ``update_one`` is not a compare-and-set on FerretDB 1.x (two writers filtering
 on the same version both succeed), so the write is an insert of ``(conversation_id, gen,
 version + 1)`` under a unique index: exactly one writer of a version wins, on any server.
-Older versions stay as small tombstones (their text is emptied) so the versions of a life
-stay contiguous: a writer holding a stale version always collides with a stored one. With
-a TTL, ``gen`` is the conversation's life, so a new life starts again at version 1 and a
-summary of an expired life never shows.
+Older versions stay as small tombstones (their text is emptied) so the versions stay
+contiguous: a writer holding a stale version always collides with a stored one. A summary
+is neither read nor written while its conversation is expired, and the append that starts
+a new life (or a ``save_all``) deletes it first (``Expiry.clear_previous_life``), so
+the new life starts again at version 1. ``gen`` is part of the key for conversations
+whose document a purge removed under live messages.
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ class Summaries:
         self, conversation_id: str, text: str, covers: Position, expected_version: int
     ) -> bool:
         """Insert version ``expected_version + 1``; False if it exists or the expected does not."""
-        _, gen = self._life(conversation_id)
+        live, gen = self._life(conversation_id)
+        if not live:
+            return False  # an expired conversation's summary would outlive it
         key = {"conversation_id": conversation_id, "gen": gen}
         if (
             expected_version > 0
