@@ -301,7 +301,8 @@ class InMemoryChatMemoryRepository:
     ) -> bool:
         """Write the summary if the stored version is ``expected_version``."""
         with self._lock:
-            self._get(conversation_id)
+            if self._get(conversation_id) is None:
+                return False  # no (live) conversation: the summary would outlive it
             current = self._summaries.get(conversation_id)
             if (current.version if current else 0) != expected_version:
                 return False
