@@ -42,7 +42,7 @@ _CHAT_TYPES = (MessageType.USER, MessageType.ASSISTANT, MessageType.TOOL)
 _MAX_ROUNDS = 8
 
 
-class _AsyncProcessSummaries:
+class AsyncProcessSummaries:
     """The fallback summary store: this process's memory, shared per repository object."""
 
     def __init__(self) -> None:
@@ -71,7 +71,7 @@ class _AsyncProcessSummaries:
 
 # Memories over the same repository object share one fallback store, so two memories in one
 # process still never fold the same turns twice.
-_process_summaries: weakref.WeakKeyDictionary[object, _AsyncProcessSummaries] = (
+_process_summaries: weakref.WeakKeyDictionary[object, AsyncProcessSummaries] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -178,11 +178,11 @@ class AsyncSummarizingChatMemory:
         """The repository holding the history (and the summary, if it can)."""
         self._log: AsyncChatMemoryLog = memory.repository
         self._summaries: AsyncSummaryStore
-        self._local: _AsyncProcessSummaries | None = None
+        self._local: AsyncProcessSummaries | None = None
         if isinstance(memory.repository, AsyncSummaryStore):
             self._summaries = memory.repository
         else:
-            local = _process_summaries.setdefault(memory.repository, _AsyncProcessSummaries())
+            local = _process_summaries.setdefault(memory.repository, AsyncProcessSummaries())
             self._summaries = self._local = local
         self._background = AsyncBackground()
         # The rendered section of recent summaries, so get() builds the message only when a

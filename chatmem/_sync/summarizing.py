@@ -44,7 +44,7 @@ _CHAT_TYPES = (MessageType.USER, MessageType.ASSISTANT, MessageType.TOOL)
 _MAX_ROUNDS = 8
 
 
-class _AsyncProcessSummaries:
+class ProcessSummaries:
     """The fallback summary store: this process's memory, shared per repository object."""
 
     def __init__(self) -> None:
@@ -73,7 +73,7 @@ class _AsyncProcessSummaries:
 
 # Memories over the same repository object share one fallback store, so two memories in one
 # process still never fold the same turns twice.
-_process_summaries: weakref.WeakKeyDictionary[object, _AsyncProcessSummaries] = (
+_process_summaries: weakref.WeakKeyDictionary[object, ProcessSummaries] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -180,11 +180,11 @@ class SummarizingChatMemory:
         """The repository holding the history (and the summary, if it can)."""
         self._log: ChatMemoryLog = memory.repository
         self._summaries: SummaryStore
-        self._local: _AsyncProcessSummaries | None = None
+        self._local: ProcessSummaries | None = None
         if isinstance(memory.repository, SummaryStore):
             self._summaries = memory.repository
         else:
-            local = _process_summaries.setdefault(memory.repository, _AsyncProcessSummaries())
+            local = _process_summaries.setdefault(memory.repository, ProcessSummaries())
             self._summaries = self._local = local
         self._background = Background()
         # The rendered section of recent summaries, so get() builds the message only when a
