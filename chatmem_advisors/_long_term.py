@@ -13,11 +13,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chatmem._vector_types import VectorDocument, VectorFilter
 from chatmem.conversation_ids import owner_of
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, SystemMessage, UserMessage
 from chatmem.model import ChatResponse
+from chatmem.vector_store import VectorDocument, VectorFilter
 
 __all__ = [
     "LONG_TERM_MEMORY_END",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib
 from collections.abc import Sequence
 from datetime import UTC
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,8 @@ from chatmem.backend import (
     utc_now,
 )
 from chatmem.testing.vectors import AsyncHashingEmbeddingModel, HashingEmbeddingModel
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_exported_name_exists_and_classes_and_functions_are_documented() -> None:
@@ -215,3 +219,48 @@ def test_check_initialize_schema_takes_the_words_and_warns_on_the_former_boolean
         assert (
             check_initialize_schema("always", deprecated=False, old_name="create_indexes") is False
         )
+
+
+def _private_chatmem_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            # chatmem's own private modules (chatmem._records, chatmem._async...), the ones
+            # the import contract keeps inside chatmem.
+            if parts[0] == "chatmem" and len(parts) > 1 and parts[1].startswith("_"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    return found
+
+
+def test_tests_benchmarks_and_scripts_import_only_public_chatmem_modules() -> None:
+    # The import contract in pyproject.toml covers the packages; this covers the rest, which
+    # use chatmem as an application or a third-party backend would.
+    paths = [
+        p for folder in ("tests", "benchmarks", "scripts") for p in (ROOT / folder).rglob("*.py")
+    ]
+    offenders = [line for path in sorted(paths) for line in _private_chatmem_imports(path)]
+    assert offenders == []
+
+
+def test_the_built_in_vector_stores_implement_only_the_hooks_of_the_base() -> None:
+    from chatmem.vector_store import AsyncInMemoryVectorStore, InMemoryVectorStore
+    from chatmem_repositories.cassandra import AsyncCassandraVectorStore, CassandraVectorStore
+    from chatmem_repositories.neo4j import AsyncNeo4jVectorStore, Neo4jVectorStore
+
+    owned_by_base = {"similarity_search", "similarity_search_by_vector", "delete", "delete_where"}
+    for base, stores in (
+        (BaseVectorStore, (InMemoryVectorStore, CassandraVectorStore, Neo4jVectorStore)),
+        (
+            AsyncBaseVectorStore,
+            (AsyncInMemoryVectorStore, AsyncCassandraVectorStore, AsyncNeo4jVectorStore),
+        ),
+    ):
+        for store in stores:
+            assert issubclass(store, base)
+            assert not owned_by_base & set(vars(store)), store.__name__

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
-from chatmem._records import StoredMessage
 from chatmem.messages import Message
+from chatmem.repository import StoredMessage
 from chatmem.testing import (
     AsyncHistoryChecker,
     CheckerSettings,

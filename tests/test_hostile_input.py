@@ -23,7 +23,7 @@ from chatmem import (
     decode_message,
     encode_message,
 )
-from chatmem._repository_support import MAX_LIMIT
+from chatmem.backend import MAX_LIMIT
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem_cli import app
 from chatmem_repositories import create_repository

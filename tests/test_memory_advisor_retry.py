@@ -14,10 +14,12 @@ from chatmem import (
     MessageWindowChatMemory,
     RepositoryOutcomeUnknownError,
 )
-from chatmem._async.in_memory import AsyncInMemoryChatMemoryRepository
-from chatmem._records import StoredMessage
-from chatmem._sync.in_memory import InMemoryChatMemoryRepository
 from chatmem.messages import Message
+from chatmem.repository import (
+    AsyncInMemoryChatMemoryRepository,
+    InMemoryChatMemoryRepository,
+    StoredMessage,
+)
 from chatmem.testing import AsyncScriptedChatModel, ScriptedChatModel
 from chatmem_advisors import AsyncMessageChatMemoryAdvisor, MessageChatMemoryAdvisor
 

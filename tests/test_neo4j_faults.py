@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from chatmem._async.memory import AsyncMessageWindowChatMemory
 from chatmem.exceptions import RepositoryConnectionError
+from chatmem.memory import AsyncMessageWindowChatMemory
 from chatmem.messages import AssistantMessage, UserMessage
 from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
 from tests.conftest import server_url

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from chatmem import UserMessage
-from chatmem._urls import is_secret_option, scrub
+from chatmem.backend import is_secret_option, scrub
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_async_repository, create_repository, redact_url
 from chatmem_repositories.cassandra._options import parse_url as cassandra_url

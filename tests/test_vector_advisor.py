@@ -18,9 +18,12 @@ from chatmem import (
 )
 from chatmem.client import AsyncChatClient, ChatClient
 from chatmem.memory import AsyncMessageWindowChatMemory
-from chatmem.openai import AsyncOpenAIChatModel, OpenAIChatModel
-from chatmem.openai._async.embedding import AsyncOpenAIEmbeddingModel
-from chatmem.openai._sync.embedding import OpenAIEmbeddingModel
+from chatmem.openai import (
+    AsyncOpenAIChatModel,
+    AsyncOpenAIEmbeddingModel,
+    OpenAIChatModel,
+    OpenAIEmbeddingModel,
+)
 from chatmem.testing import OpenAITestServer, ScriptedCompletion
 from chatmem.testing.openai_embeddings import add_embeddings_route
 from chatmem.testing.vectors import HashingEmbeddingModel

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from chatmem._async.advisors import AsyncAdvisorChain, AsyncBaseAdvisor
-from chatmem._async.memory import AsyncChatMemory
-from chatmem._concurrency import async_api, async_sleep
-from chatmem._flavor import check_flavor
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
+from chatmem.backend import async_api, async_sleep, check_flavor
+from chatmem.client import AsyncAdvisorChain, AsyncBaseAdvisor
 from chatmem.exceptions import ConfigurationError, RepositoryOutcomeUnknownError
-from chatmem.memory import CONVERSATION_ID
+from chatmem.memory import CONVERSATION_ID, AsyncChatMemory
 from chatmem_advisors._rules import conversation_id_of, messages_to_save, messages_to_send
 
 __all__ = ["AsyncMessageChatMemoryAdvisor"]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from chatmem._async.advisors import AsyncAdvisorChain, AsyncBaseAdvisor
-from chatmem._async.memory import AsyncChatMemory
-from chatmem._async.vector_store import AsyncVectorStore
-from chatmem._concurrency import async_api
-from chatmem._flavor import check_flavor
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
+from chatmem.backend import async_api, check_flavor
+from chatmem.client import AsyncAdvisorChain, AsyncBaseAdvisor
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
-from chatmem.memory import CONVERSATION_ID
+from chatmem.memory import CONVERSATION_ID, AsyncChatMemory
 from chatmem.messages import UserMessage
 from chatmem.telemetry import store_operation
+from chatmem.vector_store import AsyncVectorStore
 from chatmem_advisors._long_term import (
     augment_system,
     conversation_filter,

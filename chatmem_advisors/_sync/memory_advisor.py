@@ -4,13 +4,11 @@
 
 from __future__ import annotations
 
-from chatmem._concurrency import api, sleep
-from chatmem._flavor import check_flavor
-from chatmem._sync.advisors import AdvisorChain, BaseAdvisor
-from chatmem._sync.memory import ChatMemory
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
+from chatmem.backend import api, check_flavor, sleep
+from chatmem.client import AdvisorChain, BaseAdvisor
 from chatmem.exceptions import ConfigurationError, RepositoryOutcomeUnknownError
-from chatmem.memory import CONVERSATION_ID
+from chatmem.memory import CONVERSATION_ID, ChatMemory
 from chatmem_advisors._rules import conversation_id_of, messages_to_save, messages_to_send
 
 __all__ = ["MessageChatMemoryAdvisor"]

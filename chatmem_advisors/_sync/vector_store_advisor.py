@@ -4,17 +4,15 @@
 
 from __future__ import annotations
 
-from chatmem._concurrency import api
-from chatmem._flavor import check_flavor
-from chatmem._sync.advisors import AdvisorChain, BaseAdvisor
-from chatmem._sync.memory import ChatMemory
-from chatmem._sync.vector_store import VectorStore
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
+from chatmem.backend import api, check_flavor
+from chatmem.client import AdvisorChain, BaseAdvisor
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
-from chatmem.memory import CONVERSATION_ID
+from chatmem.memory import CONVERSATION_ID, ChatMemory
 from chatmem.messages import UserMessage
 from chatmem.telemetry import store_operation
+from chatmem.vector_store import VectorStore
 from chatmem_advisors._long_term import (
     augment_system,
     conversation_filter,
