@@ -111,7 +111,7 @@ async def open_memory() -> Opened:
 async def open_neo4j() -> Opened:
     from neo4j import AsyncGraphDatabase
 
-    from chatmem_repositories.neo4j._async.vector import AsyncNeo4jVectorStore
+    from chatmem_repositories.neo4j import AsyncNeo4jVectorStore
 
     driver = AsyncGraphDatabase.driver("bolt://127.0.0.1:7687")
     await _neo4j_drop(driver)
@@ -136,7 +136,7 @@ async def _neo4j_drop(driver: Any) -> None:
 async def open_cassandra() -> Opened:
     from cassandra.cluster import Cluster
 
-    from chatmem_repositories.cassandra._async.vector_store import AsyncCassandraVectorStore
+    from chatmem_repositories.cassandra import AsyncCassandraVectorStore
 
     cluster = Cluster(["127.0.0.1"], port=9042)
     session = cluster.connect()
