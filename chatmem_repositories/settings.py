@@ -24,7 +24,16 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import Field, JsonValue
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+try:
+    from pydantic_settings import BaseSettings, SettingsConfigDict
+except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installed extras
+    if exc.name != "pydantic_settings":
+        raise
+    raise ModuleNotFoundError(
+        'chatmem_repositories.settings needs pydantic-settings: pip install "chatmem[settings]"',
+        name=exc.name,
+    ) from None
 
 from chatmem import (
     AsyncChatMemoryRepository,

@@ -287,3 +287,14 @@ def test_openai_without_its_extra_names_the_install_line(name: str) -> None:
     assert result.stderr.strip().splitlines()[-1] == (
         'ModuleNotFoundError: chatmem.openai needs the OpenAI SDK: pip install "chatmem[openai]"'
     )
+
+
+def test_settings_without_their_extra_name_the_install_line() -> None:
+    result = _run_without(
+        "pydantic_settings", "from chatmem_repositories import ChatMemorySettings"
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "ModuleNotFoundError: chatmem_repositories.settings needs pydantic-settings: "
+        'pip install "chatmem[settings]"'
+    )
