@@ -35,8 +35,7 @@ from chatmem import (
     UserMessage,
 )
 from chatmem.memory import SummarizingChatMemory
-from chatmem.testing import ScriptedChatModel
-from chatmem.testing._sync.summary_conformance import folding_summarizer
+from chatmem.testing import ScriptedChatModel, folding_summarizer
 
 
 def turn(i: int) -> list[Any]:

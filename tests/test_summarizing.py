@@ -35,8 +35,7 @@ from chatmem.memory import (
     SummarizingChatMemory,
 )
 from chatmem.model import ChatResponse, Generation, Prompt, Usage
-from chatmem.testing import AsyncScriptedChatModel, ScriptedChatModel
-from chatmem.testing._async.summary_conformance import folding_summarizer
+from chatmem.testing import AsyncScriptedChatModel, ScriptedChatModel, folding_summarizer
 from chatmem.tokens import CharacterTokenEstimator
 from chatmem_advisors import MessageChatMemoryAdvisor
 

@@ -38,6 +38,7 @@ from chatmem.testing._history import History, HistoryReport, Operation, Outcome
 from chatmem.testing._report import HistoryCheckError, check_history
 from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_message, tool_turn
 from chatmem.testing._schedule import CheckerSettings
+from chatmem.testing._summarizer import folding_summarizer
 from chatmem.testing._sync.history_checker import HistoryChecker
 from chatmem.testing._sync.scripted import ScriptedChatModel
 from chatmem.testing.openai_server import OpenAITestServer, ScriptedCompletion
@@ -96,5 +97,6 @@ __all__ = [
     "check_history",
     "every_kind_of_message",
     "find_anomalies",
+    "folding_summarizer",
     "tool_turn",
 ]
