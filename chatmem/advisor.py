@@ -26,6 +26,7 @@ __all__ = [
     "HIGHEST_PRECEDENCE",
     "LOWEST_PRECEDENCE",
     "AdvisorParams",
+    "AdvisorSpec",
     "ChatClientRequest",
     "ChatClientResponse",
     "PureAdvisor",

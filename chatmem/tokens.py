@@ -18,6 +18,8 @@ from chatmem.messages import AssistantMessage, Message, ToolResponseMessage
 
 __all__ = [
     "MEDIA_TOKENS",
+    "MESSAGE_OVERHEAD",
+    "TOOL_CALL_OVERHEAD",
     "CachedTokenEstimator",
     "CharacterTokenEstimator",
     "TiktokenTokenEstimator",

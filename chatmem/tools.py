@@ -34,8 +34,10 @@ __all__ = [
     "ToolErrorHandler",
     "ToolExecutionError",
     "ToolIterationLimitError",
+    "as_tools",
     "default_tool_error_handler",
     "tool",
+    "tool_registry",
 ]
 
 DEFAULT_MAX_TOOL_ITERATIONS = 10

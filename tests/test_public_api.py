@@ -147,15 +147,6 @@ def _defined_or_reexported(module: ModuleType) -> dict[str, int]:
     }
 
 
-# Gaps found by the check above and not fixed yet; each must still be a gap (the test fails
-# when one is fixed, so the entry is removed with the fix).
-KNOWN_GAPS: dict[str, set[str]] = {
-    "chatmem.advisor": {"AdvisorSpec"},
-    "chatmem.tokens": {"MESSAGE_OVERHEAD", "TOOL_CALL_OVERHEAD"},
-    "chatmem.tools": {"as_tools", "tool_registry"},
-}
-
-
 def _is_exempt(module: ModuleType, name: str) -> bool:
     # Type variables are typing machinery, not API; submodules are reached by import.
     obj = getattr(module, name, None)
@@ -174,15 +165,11 @@ def test_all_is_complete_sorted_and_documented(name: str) -> None:
         obj = getattr(module, attribute)
         if inspect.isclass(obj) or inspect.isfunction(obj):
             assert obj.__doc__, f"{name}.{attribute} has no docstring"
-    known = KNOWN_GAPS.get(name, set())
-    unexported = {
-        attribute: line
-        for attribute, line in _defined_or_reexported(module).items()
+    missing = [
+        f"{attribute} (line {line})"
+        for attribute, line in sorted(_defined_or_reexported(module).items())
         if attribute not in exported and not _is_exempt(module, attribute)
-    }
-    fixed = known - set(unexported)
-    assert not fixed, f"{name}: {sorted(fixed)} no longer missing: remove from KNOWN_GAPS"
-    missing = [f"{a} (line {line})" for a, line in sorted(unexported.items()) if a not in known]
+    ]
     assert not missing, (
         f"{name} defines or re-exports public names that are not in __all__: "
         f"{', '.join(missing)}; export them or give them a leading underscore"
