@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage
 
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
-from chatmem.interop.langchain import from_langchain, to_langchain
+from chatmem.interop._langchain_convert import from_langchain, to_langchain
 from chatmem.memory import AsyncMessageWindowChatMemory, MessageWindowChatMemory
 from chatmem.repository import (
     AsyncChatMemoryLog,

@@ -11,7 +11,7 @@ from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
 from chatmem.exceptions import ConfigurationError
-from chatmem.interop.llama_index import from_llama_index, to_llama_index
+from chatmem.interop._llama_index_convert import from_llama_index, to_llama_index
 from chatmem.messages import AssistantMessage, MessageType
 from chatmem.repository import AsyncChatMemoryLog, ChatMemoryLog, StoredMessage
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pydantic_ai import messages as pa
 
 from chatmem.exceptions import ConfigurationError
+from chatmem.interop._pydantic_ai_convert import from_pydantic_ai, to_pydantic_ai
 from chatmem.memory import AsyncChatMemory, ChatMemory
 from chatmem.messages import Message, SystemMessage
 from chatmem.window import select_window
@@ -29,8 +30,6 @@ def load_history(memory: ChatMemory, conversation_id: str) -> list[pa.ModelMessa
         memory: A chatmem memory, such as ``MessageWindowChatMemory``.
         conversation_id: The conversation.
     """
-    from chatmem.interop.pydantic_ai import to_pydantic_ai
-
     return to_pydantic_ai(memory.get(conversation_id))
 
 
@@ -44,8 +43,6 @@ def save_new_messages(
         conversation_id: The conversation.
         messages: The run's new messages.
     """
-    from chatmem.interop.pydantic_ai import from_pydantic_ai
-
     memory.add(conversation_id, from_pydantic_ai(messages))
 
 
@@ -56,8 +53,6 @@ async def aload_history(memory: AsyncChatMemory, conversation_id: str) -> list[p
         memory: An async chatmem memory, such as ``AsyncMessageWindowChatMemory``.
         conversation_id: The conversation.
     """
-    from chatmem.interop.pydantic_ai import to_pydantic_ai
-
     return to_pydantic_ai(await memory.get(conversation_id))
 
 
@@ -71,8 +66,6 @@ async def asave_new_messages(
         conversation_id: The conversation.
         messages: The run's new messages.
     """
-    from chatmem.interop.pydantic_ai import from_pydantic_ai
-
     await memory.add(conversation_id, from_pydantic_ai(messages))
 
 
@@ -96,8 +89,6 @@ def window_processor(
         raise ConfigurationError(f"max_messages must be at least 1, got {max_messages!r}")
 
     def process(messages: list[pa.ModelMessage]) -> list[pa.ModelMessage]:
-        from chatmem.interop.pydantic_ai import from_pydantic_ai, to_pydantic_ai
-
         pieces: list[tuple[int, Message]] = [
             (index, piece)
             for index, message in enumerate(messages)

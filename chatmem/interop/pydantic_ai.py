@@ -34,39 +34,18 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from chatmem.interop._common import (
-    ENVELOPE_KEY,
-    ConversionError,
-    envelope_of,
-    object_to_arguments,
-    require,
-    with_envelope,
-)
-from chatmem.messages import (
-    AssistantMessage,
-    Media,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolResponse,
-    ToolResponseMessage,
-    UserMessage,
-)
+from chatmem.interop._pydantic_ai_convert import STASH_KEY, from_pydantic_ai, to_pydantic_ai
 
-require("pydantic_ai", "pydantic-ai")
-
-from pydantic_ai import messages as pa  # noqa: E402
-
-from chatmem.interop._pydantic_ai_history import (  # noqa: E402
-    aload_history,
-    asave_new_messages,
-    load_history,
-    save_new_messages,
-    window_processor,
-)
+if TYPE_CHECKING:
+    from chatmem.interop._pydantic_ai_history import (
+        aload_history,
+        asave_new_messages,
+        load_history,
+        save_new_messages,
+        window_processor,
+    )
 
 __all__ = [
     "STASH_KEY",
@@ -79,222 +58,15 @@ __all__ = [
     "window_processor",
 ]
 
-STASH_KEY = "pydantic_ai"
-"""Metadata key holding a pydantic-ai message's JSON when chatmem's fields cannot hold it."""
-
-# -- chatmem to pydantic-ai --------------------------------------------------------------------
-
-
-def _media_out(
-    media: Media,
-) -> pa.ImageUrl | pa.AudioUrl | pa.VideoUrl | pa.DocumentUrl | pa.BinaryContent:
-    if media.url is None:
-        assert media.data is not None
-        return pa.BinaryContent(media.data, media_type=media.mime_type)
-    kind = media.mime_type.split("/", 1)[0]
-    if kind == "image":
-        return pa.ImageUrl(media.url, media_type=media.mime_type)
-    if kind == "audio":
-        return pa.AudioUrl(media.url, media_type=media.mime_type)
-    if kind == "video":
-        return pa.VideoUrl(media.url, media_type=media.mime_type)
-    return pa.DocumentUrl(media.url, media_type=media.mime_type)
+_HISTORY = frozenset(
+    {"aload_history", "asave_new_messages", "load_history", "save_new_messages", "window_processor"}
+)
 
 
-def _core(message: Message, *, lossy: bool) -> pa.ModelMessage:
-    """The pydantic-ai form of a message's content, without chatmem's envelope."""
-    at = message.created_at
-    if isinstance(message, SystemMessage):
-        return pa.ModelRequest([pa.SystemPromptPart(message.text, timestamp=at)], timestamp=at)
-    if isinstance(message, UserMessage):
-        content: str | list[pa.UserContent] = message.text
-        if message.media:
-            content = [message.text] if message.text else []
-            content.extend(_media_out(m) for m in message.media)
-        return pa.ModelRequest([pa.UserPromptPart(content, timestamp=at)], timestamp=at)
-    if isinstance(message, AssistantMessage):
-        if message.media and not lossy:
-            raise ConversionError(
-                "pydantic-ai model responses cannot hold media from chatmem; pass lossy=True"
-            )
-        parts: list[pa.ModelResponsePart] = []
-        if message.text or not message.tool_calls:
-            parts.append(pa.TextPart(message.text))
-        parts.extend(
-            pa.ToolCallPart(c.name, c.arguments, tool_call_id=c.id) for c in message.tool_calls
-        )
-        return pa.ModelResponse(parts, timestamp=at)
-    returns = [
-        pa.ToolReturnPart(r.name, r.response_data, tool_call_id=r.id, timestamp=at)
-        for r in message.responses
-    ]
-    return pa.ModelRequest(returns, timestamp=at)
+def __getattr__(name: str) -> object:
+    # The history side imports the repository machinery: only when it is asked for.
+    if name in _HISTORY:
+        from chatmem.interop import _pydantic_ai_history
 
-
-def _from_stash(message: Message) -> pa.ModelMessage | None:
-    stash = message.metadata.get(STASH_KEY)
-    if not isinstance(stash, dict):
-        return None
-    try:
-        (original,) = pa.ModelMessagesTypeAdapter.validate_python([stash])
-        again = _pieces(original, {}, lossy=True)
-    except Exception:  # a stash that no longer parses stays in the metadata as it is
-        return None
-    if len(again) == 1 and _same_content(again[0], message):
-        return original
-    return None
-
-
-def _same_content(a: Message, b: Message) -> bool:
-    fields = {"id", "created_at", "metadata"}
-    return a.model_dump(exclude=fields) == b.model_dump(exclude=fields)
-
-
-def to_pydantic_ai(messages: Sequence[Message], *, lossy: bool = False) -> list[pa.ModelMessage]:
-    """Convert messages to pydantic-ai messages, one ``ModelMessage`` each.
-
-    Args:
-        messages: The messages, oldest first.
-        lossy: Leave out media on assistant messages instead of raising.
-
-    Raises:
-        ConversionError: If an assistant message has media (unless ``lossy``).
-    """
-    out: list[pa.ModelMessage] = []
-    for message in messages:
-        restored = _from_stash(message)
-        converted = restored if restored is not None else _core(message, lossy=lossy)
-        envelope = envelope_of(message)
-        metadata = {k: v for k, v in message.metadata.items() if k != STASH_KEY or restored is None}
-        envelope.pop("metadata", None)
-        if metadata:
-            envelope["metadata"] = metadata
-        names = [m.name for m in getattr(message, "media", [])]
-        if any(name is not None for name in names):
-            envelope["media_names"] = names
-        converted.metadata = {**(converted.metadata or {}), ENVELOPE_KEY: envelope}
-        out.append(converted)
-    return out
-
-
-# -- pydantic-ai to chatmem --------------------------------------------------------------------
-
-
-def _user_in(part: pa.UserPromptPart, envelope: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(part.content, str):
-        return {"text": part.content}
-    texts: list[str] = []
-    media: list[Media] = []
-    for item in part.content:
-        if isinstance(item, str):
-            texts.append(item)
-        elif isinstance(item, pa.FileUrl):
-            media.append(Media(mime_type=item.media_type, url=item.url))
-        elif isinstance(item, pa.BinaryContent):
-            media.append(Media(mime_type=item.media_type, data=item.data))
-    names = envelope.get("media_names")
-    if isinstance(names, list) and len(names) == len(media):
-        media = [m.model_copy(update={"name": n}) for m, n in zip(media, names, strict=True)]
-    return {"text": "".join(texts), "media": media}
-
-
-def _return_text(part: pa.ToolReturnPart | pa.RetryPromptPart) -> str:
-    if isinstance(part, pa.RetryPromptPart):
-        return part.model_response()
-    return part.content if isinstance(part.content, str) else part.model_response_str()
-
-
-def _request_in(
-    message: pa.ModelRequest, names: dict[str, str], envelope: dict[str, Any]
-) -> list[tuple[Message, list[int]]]:
-    """The messages of a request, each with the indices of the parts it came from."""
-    out: list[tuple[Message, list[int]]] = []
-    for index, part in enumerate(message.parts):
-        previous = out[-1][0] if out else None
-        if isinstance(part, pa.SystemPromptPart):
-            out.append((SystemMessage(part.content, created_at=part.timestamp), [index]))
-        elif isinstance(part, pa.UserPromptPart):
-            user = UserMessage(created_at=part.timestamp, **_user_in(part, envelope))
-            out.append((user, [index]))
-        elif isinstance(part, pa.RetryFeedbackPart) or (
-            isinstance(part, pa.RetryPromptPart) and part.tool_name is None
-        ):
-            # Feedback that answers no tool call reaches the model as a user message.
-            text = part.model_response()
-            out.append((UserMessage(text, created_at=part.timestamp), [index]))
-        elif isinstance(part, pa.ToolReturnPart | pa.RetryPromptPart):
-            name = part.tool_name or names.get(part.tool_call_id, "")
-            response = ToolResponse(
-                id=part.tool_call_id, name=name, response_data=_return_text(part)
-            )
-            if isinstance(previous, ToolResponseMessage):
-                merged = previous.model_copy(update={"responses": [*previous.responses, response]})
-                out[-1] = (merged, [*out[-1][1], index])
-            else:
-                tool = ToolResponseMessage(responses=[response], created_at=part.timestamp)
-                out.append((tool, [index]))
-        # Other parts (capability and instruction parts) travel in the stash.
-    return out
-
-
-def _response_in(message: pa.ModelResponse, names: dict[str, str]) -> AssistantMessage:
-    texts = [p.content for p in message.parts if isinstance(p, pa.TextPart)]
-    calls = []
-    for part in message.parts:
-        if isinstance(part, pa.ToolCallPart):
-            arguments = part.args if isinstance(part.args, str) else object_to_arguments(part.args)
-            calls.append(ToolCall(id=part.tool_call_id, name=part.tool_name, arguments=arguments))
-            names[part.tool_call_id] = part.tool_name
-    return AssistantMessage("".join(texts), tool_calls=calls, created_at=message.timestamp)
-
-
-def _dump(message: pa.ModelMessage) -> Any:
-    (dump,) = pa.ModelMessagesTypeAdapter.dump_python([message], mode="json")
-    metadata = dict(dump.get("metadata") or {})
-    metadata.pop(ENVELOPE_KEY, None)
-    dump["metadata"] = metadata or None
-    return dump
-
-
-def _pieces(message: pa.ModelMessage, names: dict[str, str], *, lossy: bool) -> list[Message]:
-    raw = (message.metadata or {}).get(ENVELOPE_KEY)
-    envelope: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    if isinstance(message, pa.ModelRequest):
-        converted = _request_in(message, names, envelope)
-    else:
-        converted = [(_response_in(message, names), list(range(len(message.parts))))]
-    if len(converted) == 1 and "id" in envelope:
-        piece, indices = converted[0]
-        fields = with_envelope(piece.model_dump(exclude={"id", "created_at"}), envelope)
-        converted = [(type(piece).model_validate(fields), indices)]
-    whole = _dump(message)
-    out = []
-    for piece, indices in converted:
-        # This message's share of the original, kept whole when the core mapping cannot
-        # give it back.
-        own = {**whole, "parts": [whole["parts"][i] for i in indices]}
-        if _dump(_core(piece, lossy=True)) != own:
-            piece = piece.model_copy(update={"metadata": {**piece.metadata, STASH_KEY: own}})
-        out.append(piece)
-    return out
-
-
-def from_pydantic_ai(messages: Iterable[pa.ModelMessage], *, lossy: bool = False) -> list[Message]:
-    """Convert pydantic-ai messages to messages.
-
-    Args:
-        messages: ``ModelRequest`` and ``ModelResponse`` objects, oldest first (as
-            ``result.new_messages()`` or ``result.all_messages()`` give them).
-        lossy: Accepted for symmetry; whatever chatmem's fields cannot hold is kept in the
-            metadata.
-
-    Raises:
-        ConversionError: If an item is not a pydantic-ai message.
-    """
-    out: list[Message] = []
-    names: dict[str, str] = {}
-    for message in messages:
-        if not isinstance(message, pa.ModelRequest | pa.ModelResponse):
-            raise ConversionError(f"not a pydantic-ai message: {type(message).__name__}")
-        out.extend(_pieces(message, names, lossy=lossy))
-    return out
+        return getattr(_pydantic_ai_history, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

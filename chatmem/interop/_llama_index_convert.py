@@ -1,0 +1,298 @@
+"""The llama index converters behind :mod:`chatmem.interop.llama_index` (see its docstring)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from chatmem.interop._common import (
+    ConversionError,
+    arguments_to_object,
+    object_to_arguments,
+    require,
+)
+from chatmem.messages import (
+    AssistantMessage,
+    Media,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+)
+
+require("llama_index.core", "llama-index")
+
+from llama_index.core.base.llms import types as li  # noqa: E402
+
+__all__ = ["STASH_KEY", "from_llama_index", "to_llama_index"]
+
+STASH_KEY = "llama_index"
+"""Metadata key holding a LlamaIndex message's JSON when chatmem's fields cannot hold it."""
+
+_DEFAULT_TITLE = "input_document"
+_AUDIO = {"audio/mpeg": "mp3", "audio/wav": "wav"}
+_AUDIO_MIME = {fmt: mime for mime, fmt in _AUDIO.items()}
+
+
+def _fail(lossy: bool, reason: str) -> None:
+    if not lossy:
+        raise ConversionError(f"LlamaIndex chat messages cannot hold {reason}; pass lossy=True")
+
+
+# -- chatmem to LlamaIndex ---------------------------------------------------------------------
+
+
+def _audio_format(mime: str) -> str:
+    return _AUDIO.get(mime, mime.split("/", 1)[1])
+
+
+def _audio_mime(fmt: str | None) -> str:
+    return _AUDIO_MIME.get(fmt or "", f"audio/{fmt}")
+
+
+def _encoded(media: Media) -> bytes | None:
+    # LlamaIndex takes bytes that are valid base64 as already encoded: always encode.
+    return base64.b64encode(media.data) if media.data is not None else None
+
+
+def _media_block(media: Media, lossy: bool) -> li.ContentBlock:
+    kind = media.mime_type.split("/", 1)[0]
+    if kind in ("image", "audio", "video") and media.name is not None:
+        _fail(lossy, f"the name of {kind} media ({media.name!r})")
+    if kind == "image":
+        return li.ImageBlock(image=_encoded(media), url=media.url, image_mimetype=media.mime_type)
+    if kind == "audio":
+        if _audio_mime(_audio_format(media.mime_type)) != media.mime_type:
+            _fail(lossy, f"audio typed {media.mime_type}")
+        return li.AudioBlock(
+            audio=_encoded(media), url=media.url, format=_audio_format(media.mime_type)
+        )
+    if kind == "video":
+        return li.VideoBlock(video=_encoded(media), url=media.url, video_mimetype=media.mime_type)
+    if media.name == _DEFAULT_TITLE:
+        _fail(lossy, f"a document named {_DEFAULT_TITLE!r} (LlamaIndex's default title)")
+    return li.DocumentBlock(
+        data=_encoded(media),
+        url=media.url,
+        document_mimetype=media.mime_type,
+        title=media.name or _DEFAULT_TITLE,
+    )
+
+
+def _blocks(text: str, media: Sequence[Media], lossy: bool) -> list[li.ContentBlock]:
+    blocks: list[li.ContentBlock] = [li.TextBlock(text=text)] if text or not media else []
+    blocks.extend(_media_block(m, lossy) for m in media)
+    return blocks
+
+
+def _tool_call_block(call: ToolCall) -> li.ToolCallBlock:
+    try:
+        kwargs: dict[str, Any] | str = arguments_to_object(call.arguments, lossy=False, where="")
+    except ConversionError:
+        kwargs = call.arguments  # LlamaIndex holds the text as it is
+    return li.ToolCallBlock(tool_call_id=call.id, tool_name=call.name, tool_kwargs=kwargs)
+
+
+def _core(message: Message, names: dict[str, str], lossy: bool) -> list[li.ChatMessage]:
+    """The LlamaIndex form of a message's content."""
+    if isinstance(message, SystemMessage):
+        return [
+            li.ChatMessage(role=li.MessageRole.SYSTEM, blocks=[li.TextBlock(text=message.text)])
+        ]
+    if isinstance(message, UserMessage):
+        blocks = _blocks(message.text, message.media, lossy)
+        return [li.ChatMessage(role=li.MessageRole.USER, blocks=blocks)]
+    if isinstance(message, AssistantMessage):
+        blocks = (
+            _blocks(message.text, message.media, lossy) if message.text or message.media else []
+        )
+        blocks.extend(_tool_call_block(c) for c in message.tool_calls)
+        names.update((c.id, c.name) for c in message.tool_calls)
+        if not blocks:
+            blocks = [li.TextBlock(text="")]
+        return [li.ChatMessage(role=li.MessageRole.ASSISTANT, blocks=blocks)]
+    for r in message.responses:
+        if names.get(r.id) != r.name:
+            _fail(lossy, f"the name {r.name!r} of tool result {r.id!r} without its call")
+    return [
+        li.ChatMessage(
+            role=li.MessageRole.TOOL,
+            blocks=[li.TextBlock(text=r.response_data)],
+            additional_kwargs={"tool_call_id": r.id},
+        )
+        for r in message.responses
+    ]
+
+
+def _from_stash(message: Message) -> li.ChatMessage | None:
+    stash = message.metadata.get(STASH_KEY)
+    if not isinstance(stash, dict):
+        return None
+    try:
+        original = li.ChatMessage.model_validate(stash)
+        names = (
+            {r.id: r.name for r in message.responses}
+            if isinstance(message, ToolResponseMessage)
+            else {}
+        )
+        (again,) = [m for m, _ in _pieces(original, names, lossy=True)]
+    except Exception:  # a stash that no longer parses stays in the metadata as it is
+        return None
+    fields = {"id", "created_at", "metadata"}
+    if again.model_dump(exclude=fields) == message.model_dump(exclude=fields):
+        return original
+    return None
+
+
+def to_llama_index(messages: Sequence[Message], *, lossy: bool = False) -> list[li.ChatMessage]:
+    """Convert messages to LlamaIndex chat messages.
+
+    Args:
+        messages: The messages, oldest first.
+        lossy: Leave out what LlamaIndex cannot hold (see the module) instead of raising.
+
+    Raises:
+        ConversionError: If a message holds something LlamaIndex cannot.
+    """
+    out: list[li.ChatMessage] = []
+    names: dict[str, str] = {}
+    previous: Message | None = None
+    for message in messages:
+        restored = _from_stash(message)
+        if any(key != STASH_KEY for key in message.metadata):
+            _fail(lossy, f"message metadata (message {message.id})")
+        if isinstance(message, ToolResponseMessage) and isinstance(previous, ToolResponseMessage):
+            _fail(lossy, "two tool response messages in a row")
+        if restored is not None:
+            out.append(restored)
+            if isinstance(message, AssistantMessage):
+                names.update((c.id, c.name) for c in message.tool_calls)
+        else:
+            out.extend(_core(message, names, lossy))
+        previous = message
+    return out
+
+
+# -- LlamaIndex to chatmem ---------------------------------------------------------------------
+
+
+def _decoded(data: object) -> bytes | None:
+    if data is None:
+        return None
+    raw = data if isinstance(data, bytes) else getattr(data, "read")()  # noqa: B009
+    return base64.b64decode(raw)
+
+
+def _media_in(block: li.ContentBlock) -> Media | None:
+    if isinstance(block, li.ImageBlock):
+        url = str(block.url) if block.url else None
+        return Media(
+            mime_type=block.image_mimetype or "image/*", data=_decoded(block.image), url=url
+        )
+    if isinstance(block, li.AudioBlock):
+        url = str(block.url) if block.url else None
+        return Media(mime_type=_audio_mime(block.format), data=_decoded(block.audio), url=url)
+    if isinstance(block, li.VideoBlock):
+        url = str(block.url) if block.url else None
+        return Media(
+            mime_type=block.video_mimetype or "video/*", data=_decoded(block.video), url=url
+        )
+    if isinstance(block, li.DocumentBlock):
+        url = str(block.url) if block.url else None
+        name = None if block.title == _DEFAULT_TITLE else block.title
+        mime = block.document_mimetype or "application/octet-stream"
+        return Media(mime_type=mime, data=_decoded(block.data), url=url, name=name)
+    return None
+
+
+def _fields(message: li.ChatMessage, names: dict[str, str]) -> tuple[type[Message], dict[str, Any]]:
+    texts = [b.text for b in message.blocks if isinstance(b, li.TextBlock)]
+    media = [m for b in message.blocks if (m := _media_in(b)) is not None]
+    text = "".join(texts)
+    role = message.role
+    if role in (li.MessageRole.SYSTEM, li.MessageRole.DEVELOPER):
+        return SystemMessage, {"text": text}
+    if role == li.MessageRole.USER:
+        return UserMessage, {"text": text, "media": media}
+    if role in (li.MessageRole.ASSISTANT, li.MessageRole.MODEL, li.MessageRole.CHATBOT):
+        calls = []
+        for block in message.blocks:
+            if isinstance(block, li.ToolCallBlock):
+                kwargs = block.tool_kwargs
+                arguments = kwargs if isinstance(kwargs, str) else object_to_arguments(kwargs)
+                calls.append(
+                    ToolCall(id=block.tool_call_id or "", name=block.tool_name, arguments=arguments)
+                )
+        names.update((c.id, c.name) for c in calls)
+        return AssistantMessage, {"text": text, "media": media, "tool_calls": calls}
+    if role in (li.MessageRole.TOOL, li.MessageRole.FUNCTION):
+        call_id = str(message.additional_kwargs.get("tool_call_id", ""))
+        name = str(message.additional_kwargs.get("name") or names.get(call_id, ""))
+        response = ToolResponse(id=call_id, name=name, response_data=text)
+        return ToolResponseMessage, {"responses": [response]}
+    raise ConversionError(f"chatmem has no message type for LlamaIndex role {role!r}")
+
+
+def _pieces(
+    message: li.ChatMessage, names: dict[str, str], *, lossy: bool
+) -> list[tuple[Message, bool]]:
+    kind, fields = _fields(message, names)
+    converted = kind.model_validate(fields)
+    regenerated = _core(converted, dict(names), lossy=True)[0]
+    if regenerated.model_dump(mode="json") != message.model_dump(mode="json"):
+        try:
+            stash = json.loads(json.dumps(message.model_dump(mode="json")))
+        except (TypeError, ValueError) as exc:
+            if not lossy:
+                raise ConversionError(
+                    "a LlamaIndex message holds fields that are not JSON; pass lossy=True"
+                ) from exc
+        else:
+            converted = converted.model_copy(update={"metadata": {STASH_KEY: stash}})
+            return [(converted, True)]
+    return [(converted, False)]
+
+
+def from_llama_index(
+    messages: Iterable[li.ChatMessage],
+    *,
+    lossy: bool = False,
+    tool_names: Mapping[str, str] | None = None,
+) -> list[Message]:
+    """Convert LlamaIndex chat messages to messages.
+
+    A ``tool`` message is named after the ``ToolCallBlock`` it answers (LlamaIndex's tool
+    messages carry only the call id).
+
+    Args:
+        messages: The messages, oldest first.
+        lossy: Leave out fields that are not JSON instead of raising.
+        tool_names: Tool names by call id, for results whose call came earlier than
+            ``messages`` (as when a store appends one message at a time).
+
+    Raises:
+        ConversionError: For a role chatmem has no equivalent of, or (unless ``lossy``)
+            fields that are not JSON.
+    """
+    out: list[Message] = []
+    names: dict[str, str] = dict(tool_names or {})
+    previous_kept = False
+    for message in messages:
+        for converted, kept in _pieces(message, names, lossy=lossy):
+            previous = out[-1] if out else None
+            if (
+                isinstance(converted, ToolResponseMessage)
+                and isinstance(previous, ToolResponseMessage)
+                and not kept
+                and not previous_kept
+            ):
+                responses = [*previous.responses, *converted.responses]
+                out[-1] = previous.model_copy(update={"responses": responses})
+            else:
+                out.append(converted)
+            previous_kept = kept
+    return out
