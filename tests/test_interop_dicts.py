@@ -134,14 +134,6 @@ def test_anthropic_sdk_objects_are_read() -> None:
     )
 
 
-def test_openai_matches_the_openai_models_request_payload() -> None:
-    # The OpenAI model builds its request with the same mapping, lossy.
-    from chatmem.openai._payloads import to_openai_messages
-
-    messages = every_kind_of_message()
-    assert to_openai(messages, lossy=True) == to_openai_messages(messages)
-
-
 def test_importing_chatmem_and_interop_imports_no_framework() -> None:
     code = (
         "import sys, chatmem, chatmem.interop, chatmem.interop.openai, chatmem.interop.anthropic\n"

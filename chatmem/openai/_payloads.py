@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
 
 from chatmem.exceptions import ChatModelError, ChatModelHTTPError, ChatModelResponseError
+from chatmem.interop.openai import to_openai
 from chatmem.messages import (
     AssistantMessage,
-    Media,
     Message,
-    SystemMessage,
     ToolCall,
-    ToolResponseMessage,
-    UserMessage,
 )
 from chatmem.model import (
     ChatModelConnectionError,
@@ -38,48 +34,6 @@ __all__ = [
     "to_openai_tools",
 ]
 
-_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
-
-
-def _data_url(media: Media) -> str:
-    if media.url is not None:
-        return media.url
-    assert media.data is not None
-    return f"data:{media.mime_type};base64,{base64.b64encode(media.data).decode('ascii')}"
-
-
-def _media_part(media: Media) -> dict[str, Any]:
-    if media.mime_type.startswith("image/"):
-        return {"type": "image_url", "image_url": {"url": _data_url(media)}}
-    audio_format = _AUDIO_FORMATS.get(media.mime_type)
-    if audio_format is not None and media.data is not None:
-        data = base64.b64encode(media.data).decode("ascii")
-        return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
-    file: dict[str, Any] = {"file_data": _data_url(media)}
-    if media.name:
-        file["filename"] = media.name
-    return {"type": "file", "file": file}
-
-
-def _user(message: UserMessage) -> dict[str, Any]:
-    if not message.media:
-        return {"role": "user", "content": message.text}
-    parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
-    parts.extend(_media_part(m) for m in message.media)
-    return {"role": "user", "content": parts}
-
-
-def _assistant(message: AssistantMessage) -> dict[str, Any]:
-    payload: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-    if message.tool_calls:
-        payload["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in message.tool_calls
-        ]
-    elif payload["content"] is None:
-        payload["content"] = ""
-    return payload
-
 
 def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Convert messages to the ``messages`` array (one tool message per tool response).
@@ -87,20 +41,9 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     Args:
         messages: The messages, oldest first.
     """
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            out.append({"role": "system", "content": message.text})
-        elif isinstance(message, UserMessage):
-            out.append(_user(message))
-        elif isinstance(message, AssistantMessage):
-            out.append(_assistant(message))
-        elif isinstance(message, ToolResponseMessage):
-            out.extend(
-                {"role": "tool", "tool_call_id": r.id, "content": r.response_data}
-                for r in message.responses
-            )
-    return out
+    # The model sends what the API can hold: the public converter, leaving out the rest
+    # (message ids, times and metadata are never part of a request).
+    return to_openai(messages, lossy=True)
 
 
 def to_openai_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
