@@ -132,7 +132,30 @@ class AdvisorParams:
         return self
 
 
-class PureAdvisor:
+class _PlacedAdvisor:
+    """What every advisor base shares: a position in the chain and a name.
+
+    Args:
+        order: Position in the chain; lower runs first on the way in.
+        name: A name for logs and spans; the class name by default.
+    """
+
+    def __init__(self, *, order: int = 0, name: str | None = None) -> None:
+        self._order = order
+        self._name = name or type(self).__name__
+
+    @property
+    def name(self) -> str:
+        """A name for logs, spans and errors."""
+        return self._name
+
+    @property
+    def order(self) -> int:
+        """Position in the chain: lower runs first on the way in, last on the way out."""
+        return self._order
+
+
+class PureAdvisor(_PlacedAdvisor):
     """An advisor without I/O, written once and driven by both the sync and the async chain.
 
     Override :meth:`before` and/or :meth:`after`; both are plain methods, so the same
@@ -163,20 +186,6 @@ class PureAdvisor:
         order: Position in the chain; lower runs first on the way in.
         name: A name for logs and spans; the class name by default.
     """
-
-    def __init__(self, *, order: int = 0, name: str | None = None) -> None:
-        self._order = order
-        self._name = name or type(self).__name__
-
-    @property
-    def name(self) -> str:
-        """A name for logs, spans and errors."""
-        return self._name
-
-    @property
-    def order(self) -> int:
-        """Position in the chain: lower runs first on the way in, last on the way out."""
-        return self._order
 
     def before(self, request: ChatClientRequest) -> ChatClientRequest:
         """Look at or change the request before it goes on. The default passes it on.

@@ -16,6 +16,7 @@ from chatmem.advisor import (
     ChatClientRequest,
     ChatClientResponse,
     PureAdvisor,
+    _PlacedAdvisor,
     aggregate_client_responses,
 )
 
@@ -163,7 +164,7 @@ class AdvisorChain:
         )
 
 
-class BaseAdvisor:
+class BaseAdvisor(_PlacedAdvisor):
     """An advisor written once for both chains: override :meth:`before` and/or :meth:`after`.
 
     In a streamed call, ``before`` runs before the first chunk and ``after`` runs once, with
@@ -182,20 +183,6 @@ class BaseAdvisor:
         order: Position in the chain; lower runs first on the way in.
         name: A name for logs; the class name by default.
     """
-
-    def __init__(self, *, order: int = 0, name: str | None = None) -> None:
-        self._order = order
-        self._name = name or type(self).__name__
-
-    @property
-    def name(self) -> str:
-        """A name for logs and errors."""
-        return self._name
-
-    @property
-    def order(self) -> int:
-        """Position in the chain: lower runs first on the way in, last on the way out."""
-        return self._order
 
     def before(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientRequest:
         """Look at or change the request before it goes on. The default passes it on.
