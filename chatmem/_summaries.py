@@ -1,6 +1,6 @@
 """What a summarizing memory stores, sends and shows: pure, shared by both twins.
 
-The summary reaches the model as one quoted section (see :mod:`chatmem._quoting`) between
+The summary reaches the model as one quoted section (see :mod:`chatmem.quoting`) between
 fixed markers, inside a user message placed right after the system message: summaries are
 derived from user text, so they are data, never instructions. The summarizer itself is sent
 the previous summary and the evicted turns quoted the same way.
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chatmem._quoting import quote_json_line
 from chatmem._records import Position
 from chatmem.messages import (
     AssistantMessage,
@@ -21,6 +20,7 @@ from chatmem.messages import (
     ToolResponseMessage,
     UserMessage,
 )
+from chatmem.quoting import quote_json_line
 from chatmem.tokens import TokenEstimator
 
 __all__ = [

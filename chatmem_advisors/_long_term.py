@@ -9,7 +9,6 @@ line of its own: whatever a past message said, it reaches the model as a quoted 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from chatmem.conversation_ids import owner_of
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, SystemMessage, UserMessage
 from chatmem.model import ChatResponse
+from chatmem.quoting import quote_json_line
 from chatmem.vector_store import VectorDocument, VectorFilter
 
 __all__ = [
@@ -74,17 +74,12 @@ def last_user_text(messages: Sequence[Message]) -> str | None:
     return None
 
 
-def _escape(entry: Mapping[str, Any]) -> str:
-    text = json.dumps(entry, ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e")
-
-
 def render_long_term_memory(documents: Sequence[VectorDocument]) -> str:
     """Return the delimited section for retrieved entries ('' when there are none)."""
     if not documents:
         return ""
     lines = [
-        _escape(
+        quote_json_line(
             {
                 "type": d.metadata.get("type"),
                 "created_at": d.metadata.get("created_at"),
