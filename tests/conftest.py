@@ -17,6 +17,8 @@ DEFAULT_URLS = {
     "postgresql": "postgresql+psycopg://test:test@127.0.0.1:54329/testdb",
     "mariadb": "mysql+pymysql://test:test@127.0.0.1:33061/testdb?charset=utf8mb4",
     "redis": "redis://127.0.0.1:63799/0",
+    # Six nodes on 7101-7106 (scripts/servers/redis-cluster/start.sh); three seeds suffice.
+    "redis_cluster": "redis+cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103",
     "mongodb": "mongodb://127.0.0.1:27027/chatmem_test",
     "cassandra": "cassandra://127.0.0.1:9042/chatmem_test",
     "neo4j": "bolt://127.0.0.1:7687",
@@ -29,7 +31,9 @@ def server_url(name: str) -> str:
     """Return the test server URL for ``name``, or skip (fail in CI) if it is unreachable."""
     url = os.environ.get(f"CHATMEM_TEST_{name.upper()}_URL", DEFAULT_URLS[name])
     parts = urlsplit(url)
-    host = (parts.hostname or "127.0.0.1").split(",")[0]
+    # The first of several hosts ("h1:7101,h2:7102"): the one the check connects to.
+    parts = parts._replace(netloc=parts.netloc.split(",")[0])
+    host = parts.hostname or "127.0.0.1"
     port = parts.port or {"cassandra": 9042, "neo4j": 7687}.get(name, 0)
     try:
         with socket.create_connection((host, port), timeout=2):
@@ -38,5 +42,6 @@ def server_url(name: str) -> str:
         message = f"{name} test server not reachable at {host}:{port} ({exc})"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message + "; in CI every server must be up")
-        pytest.skip(message + "; start it with scripts/servers/" + name + "/start.sh")
+        script = name.replace("_", "-")
+        pytest.skip(message + "; start it with scripts/servers/" + script + "/start.sh")
     return url

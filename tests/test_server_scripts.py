@@ -203,3 +203,20 @@ def test_redis_saves_a_snapshot_before_stopping_only_while_it_runs(fakes: Fakes)
     assert fakes.exited(pid)
     assert fakes.stop("redis", PATH=path)[0] == "redis: not running"
     assert calls.read_text().splitlines() == ["-h 127.0.0.1 -p 6390 save"]
+
+
+def test_redis_cluster_stop_stops_every_node(fakes: Fakes) -> None:
+    # Six nodes, one pid file each (node-<port>.pid); one of them already gone.
+    pids = [fakes.start("redis-cluster", "redis-server") for _ in range(6)]
+    run = fakes.run / "redis-cluster"
+    (run / "redis-cluster.pid").unlink()  # fakes.start's own name: not how nodes are kept
+    for port, pid in zip(range(7101, 7107), pids, strict=True):
+        (run / f"node-{port}.pid").write_text(f"{pid}\n")
+    os.kill(pids[5], signal.SIGKILL)
+    assert fakes.exited(pids[5])
+    output, seconds = fakes.stop("redis-cluster")
+    assert output == "redis-cluster: stopped"
+    assert all(fakes.exited(pid) for pid in pids)
+    assert not list(run.glob("node-*.pid"))
+    assert seconds < 20
+    assert fakes.stop("redis-cluster")[0] == "redis-cluster: not running"

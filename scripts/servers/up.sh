@@ -2,25 +2,26 @@
 # Start every test server the suite needs, in parallel where the machine allows, and write
 # their URLs to $CHATMEM_SERVERS_RUN/urls.env (source it to point the tests at them).
 #
-# Usage: scripts/servers/up.sh [name...]   (default: all seven)
+# Usage: scripts/servers/up.sh [name...]   (default: all eight)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=common.sh
 source "$here/common.sh"
 
-all=(postgres mariadb redis ferretdb cassandra neo4j toxiproxy)
+all=(postgres mariadb redis redis-cluster ferretdb cassandra neo4j toxiproxy)
 names=("${@:-${all[@]}}")
 logdir=$CHATMEM_SERVERS_RUN/logs
 mkdir -p "$logdir"
 
-# Debian's servers start in well under a second each and share one apt run, so start them
+# Debian's servers start in well under a second each (the six-node Redis Cluster in a few
+# seconds: redis-cli waits for the nodes to agree) and share one apt run, so start them
 # first and in order; the slow ones (JVMs, the FerretDB and Toxiproxy builds) then start
 # side by side.
 declare -A pids=() began=()
 fast=() slow=()
 for name in "${names[@]}"; do
   case $name in
-    postgres | mariadb | redis) fast+=("$name") ;;
+    postgres | mariadb | redis | redis-cluster) fast+=("$name") ;;
     *) slow+=("$name") ;;
   esac
 done
@@ -53,6 +54,7 @@ cat >"$CHATMEM_SERVERS_RUN/urls.env" <<URLS
 export CHATMEM_TEST_POSTGRESQL_URL=postgresql+psycopg://test:test@127.0.0.1:${CHATMEM_POSTGRES_PORT:-54329}/testdb
 export CHATMEM_TEST_MARIADB_URL='mysql+pymysql://test:test@127.0.0.1:${CHATMEM_MARIADB_PORT:-33061}/testdb?charset=utf8mb4'
 export CHATMEM_TEST_REDIS_URL=redis://127.0.0.1:${CHATMEM_REDIS_PORT:-63799}/0
+export CHATMEM_TEST_REDIS_CLUSTER_URL=redis+cluster://127.0.0.1:${CHATMEM_REDIS_CLUSTER_PORT:-7101},127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 1)),127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 2))
 export CHATMEM_TEST_MONGODB_URL=mongodb://127.0.0.1:${CHATMEM_FERRETDB_PORT:-27027}/chatmem_test
 export CHATMEM_TEST_CASSANDRA_URL=cassandra://127.0.0.1:${CHATMEM_CASSANDRA_PORT:-9042}/chatmem_test
 export CHATMEM_TEST_NEO4J_URL=bolt://127.0.0.1:${CHATMEM_NEO4J_PORT:-7687}
