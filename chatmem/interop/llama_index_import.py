@@ -1,18 +1,29 @@
 """Read conversations stored by LlamaIndex's chat stores, to import them.
 
-Two sources, written by ``llama-index-core`` itself:
+Four sources: two written by ``llama-index-core`` itself, two by LlamaIndex's storage
+integrations:
 
 - :func:`llama_index_sql_conversations`: the table of ``SQLAlchemyChatStore``, the store
   ``Memory`` uses by default (``llama_index_memory``: ``key``, ``timestamp`` in nanoseconds,
   ``status``, ``data`` JSON), on SQLite, PostgreSQL or any database SQLAlchemy reaches; active
   and archived messages are imported together, in the store's order;
-- :func:`llama_index_simple_conversations`: the JSON file ``SimpleChatStore.persist`` writes.
+- :func:`llama_index_simple_conversations`: the JSON file ``SimpleChatStore.persist`` writes;
+- :func:`llama_index_postgres_conversations`: the table of ``PostgresChatStore``
+  (``llama-index-storage-chat-store-postgres``: one row per key, its messages in a ``JSON[]``
+  or ``JSONB[]`` array), read with psycopg;
+- :func:`llama_index_redis_conversations`: the lists of ``RedisChatStore``
+  (``llama-index-storage-chat-store-redis``: one list per key, oldest first), read with
+  redis-py.
 
 Each yields :class:`~chatmem.interop._importing.ImportedConversation` objects for
 :func:`import_conversations`. LlamaIndex stores no message ids, so each message gets one
-derived from where it is stored and importing again stores nothing new. Times: the row's
-timestamp for the SQL store; the JSON file stores none, so messages get the import time.
-Needs ``pip install "chatmem[llama-index]"`` (and the SQL driver for the SQL store).
+derived from where it is stored (key and place in the list) and importing again stores
+nothing new. Times: the row's timestamp for the SQL store; the JSON file, the PostgreSQL
+and the Redis stores keep none, so messages get the import time. Tool calls and results are
+kept by every store (``ToolCallBlock`` and the tool message's ``tool_call_id``), so nothing
+is left out. Needs ``pip install "chatmem[llama-index]"`` plus the driver of the source
+(``chatmem[postgresql]``, ``chatmem[redis]``, or the SQL driver for the SQL store); the
+LlamaIndex storage packages themselves are not needed to read.
 
 Example:
     ```python
@@ -38,6 +49,7 @@ from chatmem.interop._common import require
 from chatmem.interop._importing import (
     ImportedConversation,
     ImportReport,
+    SourceError,
     import_conversations,
     stable_id,
 )
@@ -52,6 +64,8 @@ __all__ = [
     "ImportReport",
     "ImportedConversation",
     "import_conversations",
+    "llama_index_postgres_conversations",
+    "llama_index_redis_conversations",
     "llama_index_simple_conversations",
     "llama_index_sql_conversations",
 ]
@@ -117,3 +131,114 @@ def llama_index_simple_conversations(path: str | Path) -> Iterator[ImportedConve
     for key, messages in sorted(data.get("store", {}).items()):
         items = [(index, message, None) for index, message in enumerate(messages)]
         yield _convert("llama-index-simple", key, items)
+
+
+def _message_json(source: str, key: str, index: int, item: object) -> dict[str, Any]:
+    """Parse one stored element, refusing anything that is not a LlamaIndex chat message."""
+    data: object = item
+    if isinstance(item, bytes | str):
+        try:
+            data = json.loads(item)
+        except ValueError:
+            data = None
+    if not isinstance(data, dict) or "role" not in data:
+        raise SourceError(
+            f"{source}: {key!r} item {index} is not a LlamaIndex chat message "
+            "(is this the store's table or key prefix?)"
+        )
+    return data
+
+
+def llama_index_postgres_conversations(
+    url: str, table_name: str = "chatstore", schema_name: str = "public"
+) -> Iterator[ImportedConversation]:
+    """Read every key of a ``PostgresChatStore`` table, a few rows per round trip.
+
+    The store lower-cases both names and falls back to a legacy ``data_<table>`` table when
+    that one exists; so does this reader.
+
+    Args:
+        url: A PostgreSQL URL (``postgresql://``, ``postgresql+psycopg://`` or the store's
+            ``postgresql+asyncpg://``).
+        table_name: The store's ``table_name``.
+        schema_name: The store's ``schema_name``.
+
+    Raises:
+        SourceError: If the table is not there, or holds something that is not a chat message.
+    """
+    psycopg = require("psycopg", "postgresql")
+    from psycopg import sql
+
+    for scheme in ("postgresql+psycopg://", "postgresql+asyncpg://", "postgres://"):
+        url = url.replace(scheme, "postgresql://", 1) if url.startswith(scheme) else url
+    table, schema = table_name.lower(), schema_name.lower()
+    with psycopg.connect(url) as connection:
+        for candidate in (f"data_{table}", table):
+            qualified = sql.Identifier(schema, candidate)
+            found = connection.execute(
+                "SELECT to_regclass(%s)", [qualified.as_string(connection)]
+            ).fetchone()
+            if found is not None and found[0] is not None:
+                break
+        else:
+            raise SourceError(
+                f"llama-index-postgres: no table {schema}.{table} (nor {schema}.data_{table})"
+            )
+        source = f"llama-index-postgres:{schema}.{candidate}"
+        query = sql.SQL("SELECT key, value FROM {} ORDER BY key").format(qualified)
+        # A server-side cursor: one row holds a whole conversation.
+        with connection.cursor(name="chatmem_llama_index_import") as cursor:
+            cursor.itersize = 50
+            cursor.execute(query)
+            for key, value in cursor:
+                items = [
+                    (index, _message_json(source, key, index, item), None)
+                    for index, item in enumerate(value or [])
+                ]
+                yield _convert(source, str(key), items)
+
+
+def llama_index_redis_conversations(
+    url: str, key_prefix: str = ""
+) -> Iterator[ImportedConversation]:
+    """Read every list of a ``RedisChatStore`` whose key starts with ``key_prefix``.
+
+    ``RedisChatStore`` keeps each conversation in a list named by the key the application
+    chose, with no prefix of its own: pass the prefix your keys share so other data in the
+    same database is not read. The conversation id is the key without the prefix. Keys that
+    are not lists are passed over; a list of something else than chat messages is an error.
+
+    Args:
+        url: A Redis URL.
+        key_prefix: Only keys starting with this are read.
+
+    Raises:
+        SourceError: If a list holds something that is not a LlamaIndex chat message.
+    """
+    redis = require("redis", "redis")
+    client = redis.Redis.from_url(url)
+    source = f"llama-index-redis:{key_prefix}"
+    try:
+        keys = sorted(client.scan_iter(match=_glob_escape(key_prefix) + "*", count=1000))
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            with client.pipeline(transaction=False) as pipeline:
+                for key in chunk:
+                    pipeline.type(key)
+                types = pipeline.execute()
+            for key, kind in zip(chunk, types, strict=True):
+                if kind not in (b"list", "list"):
+                    continue
+                session = key.decode()[len(key_prefix) :]
+                raw = client.lrange(key, 0, -1)
+                items = [
+                    (index, _message_json(source, session, index, item), None)
+                    for index, item in enumerate(raw)
+                ]
+                yield _convert(source, session, items)
+    finally:
+        client.close()
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
