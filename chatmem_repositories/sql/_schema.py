@@ -1,4 +1,8 @@
-"""The two tables, their indexes, and the DDL for any dialect (no I/O)."""
+"""The three tables, their indexes, and the DDL for any dialect (no I/O).
+
+Conversations and messages, and the summaries a summarizing memory keeps (one row per
+conversation; see :mod:`chatmem_repositories.sql._statements.summaries`).
+"""
 
 from __future__ import annotations
 
@@ -72,10 +76,11 @@ class Tables:
     metadata: MetaData
     conversations: Table
     messages: Table
+    summaries: Table
 
 
 def build_tables(prefix: str, dialect_name: str) -> Tables:
-    """Build the conversations and messages tables for ``dialect_name``.
+    """Build the conversations, messages and summaries tables for ``dialect_name``.
 
     Args:
         prefix: Validated table-name prefix, such as ``"chatmem_"``.
@@ -120,6 +125,23 @@ def build_tables(prefix: str, dialect_name: str) -> Tables:
         Column("body", LongText(), nullable=False),
         **mysql_options,
     )
+    summaries = Table(
+        f"{prefix}summaries",
+        metadata,
+        Column("conversation_id", Identifier(MAX_CONVERSATION_ID_LENGTH), primary_key=True),
+        # The life of the conversation the summary belongs to: the conversation row's
+        # created_at and first_position when it was written. A summary whose life is not the
+        # row's current one (expired and started again, or purged) is never read.
+        Column("life_created_at", UtcDateTime, nullable=False),
+        Column("life_first_position", BigInteger, nullable=False),
+        Column("version", BigInteger, nullable=False),
+        # Position of the last message the summary covers.
+        Column("covers", BigInteger, nullable=False),
+        # The text as a JSON string (lossless: NUL, which PostgreSQL rejects, is escaped).
+        Column("text", LongText(), nullable=False),
+        Column("updated_at", UtcDateTime, nullable=False),
+        **mysql_options,
+    )
     c, m = conversations.c, messages.c
     if dialect_name in _MYSQL:
         # InnoDB appends the primary key to every secondary index, so (owner) is really
@@ -131,7 +153,7 @@ def build_tables(prefix: str, dialect_name: str) -> Tables:
     Index(f"{prefix}messages_message_id", m.conversation_id, m.message_id, unique=True)
     Index(f"{prefix}messages_window", m.conversation_id, m.is_system, m.position)
     Index(f"{prefix}messages_type", m.conversation_id, m.type, m.position)
-    return Tables(metadata, conversations, messages)
+    return Tables(metadata, conversations, messages, summaries)
 
 
 def _dialect(name: str) -> Dialect:

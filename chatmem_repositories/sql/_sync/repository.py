@@ -28,6 +28,7 @@ from chatmem.backend import (
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
+from chatmem.repository import ConversationSummary
 from chatmem_repositories._options import redact_url
 from chatmem_repositories.sql._codec import Batch, as_position, to_stored
 from chatmem_repositories.sql._drivers import (
@@ -40,15 +41,20 @@ from chatmem_repositories.sql._options import SqlOptions, parse_sql_url
 from chatmem_repositories.sql._plans import plan_for
 from chatmem_repositories.sql._schema import build_tables, schema_ddl
 from chatmem_repositories.sql._sync.runner import Runner
+from chatmem_repositories.sql._sync.summaries import Summaries
 
 __all__ = ["SqlChatMemoryRepository"]
 
 
 class SqlChatMemoryRepository:
-    """Stores conversations in two SQL tables through SQLAlchemy Core.
+    """Stores conversations in SQL tables through SQLAlchemy Core.
 
     Appends take a row lock on the conversation to reserve positions, so concurrent writers
     never lose or duplicate a message; reads fetch only the window, through an index.
+    Summaries (:class:`~chatmem.repository.SummaryStore`) live in a third table,
+    ``<prefix>summaries``, one row per conversation: the write is a compare-and-set on its
+    version, and a summary is deleted with its conversation and never read once the
+    conversation has expired (a new life starts without one).
 
     Example:
         ```python
@@ -65,7 +71,8 @@ class SqlChatMemoryRepository:
         table_prefix: Prefix of the table names.
         initialize_schema: ``"embedded"`` creates missing tables on SQLite only (the
             default), ``"always"`` on any database, ``"never"`` leaves it to you (see
-            :meth:`schema_ddl`).
+            :meth:`schema_ddl`). Only missing tables are created, so a database made by an
+            earlier version gets the summaries table and keeps its data.
         clock: Returns the current time, timezone-aware in UTC, for every expiry the
             repository sets or checks (it reads the time on the client). ``None``: the
             system clock. Tests pass a manual clock to expire conversations without sleeping.
@@ -92,6 +99,7 @@ class SqlChatMemoryRepository:
             options.initialize_schema == "embedded" and self._backend == "sqlite"
         )
         self._runner = Runner(engine, self._tables.metadata, create_schema=create)
+        self._summaries = Summaries(self._runner, self._tables, self._backend)
 
     @classmethod
     def from_url(
@@ -212,15 +220,23 @@ class SqlChatMemoryRepository:
         return [to_stored(row, conversation_id).message for row in rows]
 
     def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
-        """Replace a conversation's messages in one transaction; positions keep increasing."""
+        """Replace a conversation's messages in one transaction; positions keep increasing.
+
+        The summary stays (it covers positions, which are never reused); an empty
+        ``messages`` deletes the conversation with its summary.
+        """
         validate_conversation_id(conversation_id)
         batch, now = Batch(messages), self._now()
-        self._runner.perform(self._plan.save_all(conversation_id, batch, now, self._expiry(now)))
+        program = self._plan.save_all(conversation_id, batch, now, self._expiry(now))
+        if not len(batch):
+            program = self._summaries.deleting(program, conversation_id)
+        self._runner.perform(program)
 
     def delete_by_conversation_id(self, conversation_id: str) -> None:
-        """Delete a conversation and its messages; unknown ids are ignored."""
+        """Delete a conversation, its messages and its summary; unknown ids are ignored."""
         validate_conversation_id(conversation_id)
-        self._runner.perform(self._plan.delete(conversation_id))
+        program = self._summaries.deleting(self._plan.delete(conversation_id), conversation_id)
+        self._runner.perform(program)
 
     # -- log capabilities -----------------------------------------------------------------------
 
@@ -317,9 +333,39 @@ class SqlChatMemoryRepository:
         """Delete expired conversations; return how many were deleted.
 
         In batches of 500 per transaction; on MySQL/MariaDB one conversation per
-        transaction, in the lock order of every other write.
+        transaction, in the lock order of every other write. Then the summaries of
+        conversations that are gone or started a new life are deleted, one per transaction.
         """
-        return self._runner.perform(self._plan.purge(self._now()))
+        purged = self._runner.perform(self._plan.purge(self._now()))
+        self._summaries.delete_stale()
+        return purged
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    def find_summary(self, conversation_id: str) -> ConversationSummary | None:
+        """Return the live conversation's summary, or ``None`` (one statement).
+
+        Raises:
+            MessageDecodeError: If the stored summary is corrupt.
+        """
+        validate_conversation_id(conversation_id)
+        return self._summaries.find(conversation_id, self._now())
+
+    def save_summary(
+        self, conversation_id: str, text: str, covers: Position, *, expected_version: int
+    ) -> bool:
+        """Write the summary if the stored version is ``expected_version`` (one transaction).
+
+        Returns False, writing nothing, if another writer got there first or the
+        conversation is not live.
+
+        Raises:
+            ConfigurationError: If ``covers`` is not a position of this backend, ``text`` is
+                not a string or ``expected_version`` is not a whole number from 0.
+        """
+        validate_conversation_id(conversation_id)
+        position = as_position(covers)
+        return self._summaries.save(conversation_id, text, position, expected_version, self._now())
 
     def close(self) -> None:
         """Dispose of the engine if this repository created it."""
