@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from chatmem import ChatMemError
+from chatmem.interop.sources import SOURCES, import_conversations, read_source
 from chatmem_cli._application import OwnerOption, progress_bar
 from chatmem_cli._common import (
     UrlOption,
@@ -24,6 +25,7 @@ from chatmem_cli._common import (
     open_log,
     resolve_url,
 )
+from chatmem_cli._doctor import reach_server
 from chatmem_cli._transfer import count_conversations, export_lines, import_lines, migrate
 from chatmem_repositories import redact_url
 
@@ -111,16 +113,96 @@ def import_command(
         )
 
 
+SourceKindOption = Annotated[
+    str,
+    typer.Option(
+        "--from",
+        metavar="KIND",
+        help="What SRC_URL holds: chatmem (a chatmem repository), or another library's "
+        "conversations: " + ", ".join(SOURCES) + ". See docs/migrating.md.",
+    ),
+]
+
+
+def _source_options(
+    table: str | None,
+    prefix: str | None,
+    schema: str | None,
+    keyspace: str | None,
+    collection: str | None,
+    option: list[str] | None,
+) -> dict[str, str]:
+    given = {
+        "table": table,
+        "prefix": prefix,
+        "schema": schema,
+        "keyspace": keyspace,
+        "collection": collection,
+    }
+    options = {name: value for name, value in given.items() if value is not None}
+    for item in option or []:
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            fail(f"--option takes NAME=VALUE, not {item!r}")
+        options[name] = value
+    return options
+
+
 @command_errors
 def migrate_command(
-    source_url: Annotated[str, typer.Argument(metavar="SRC_URL", help="Copy from here.")],
+    source_url: Annotated[
+        str, typer.Argument(metavar="SRC_URL", help="Copy from here (a URL, or a file's path).")
+    ],
     destination_url: Annotated[str, typer.Argument(metavar="DST_URL", help="Copy to here.")],
+    kind: SourceKindOption = "chatmem",
     owner: OwnerOption = None,
+    table: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="The source's table (--from a SQL or Cassandra kind)."),
+    ] = None,
+    prefix: Annotated[
+        str | None,
+        typer.Option(metavar="PREFIX", help="The source's key prefix (--from a Redis kind)."),
+    ] = None,
+    schema: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="The source's schema (--from llama-index-postgres)."),
+    ] = None,
+    keyspace: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="The source's keyspace (--from spring-ai-cassandra)."),
+    ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="The source's collection (--from spring-ai-mongodb)."),
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            metavar="NAME=VALUE",
+            help="Any other keyword of the source's reader (repeatable).",
+        ),
+    ] = None,
     verify: Annotated[
         bool, typer.Option(help="Compare message counts of every conversation after copying.")
     ] = True,
 ) -> None:
-    """Copy every conversation between two backends; safe to re-run or resume."""
+    """Copy every conversation into a backend, from another backend or another library's store.
+
+    Safe to re-run or resume: messages already in the destination are not stored again.
+    """
+    options = _source_options(table, prefix, schema, keyspace, collection, option)
+    if kind != "chatmem":
+        if owner is not None:
+            fail("--owner selects conversations of a chatmem source; other sources have none")
+        _migrate_from_source(kind, source_url, destination_url, options, verify=verify)
+        return
+    if options:
+        fail(
+            f"--{next(iter(options))} applies to --from another library's store, "
+            "not to a chatmem source"
+        )
     started = time.perf_counter()
     with open_log(source_url) as source, open_log(destination_url) as destination:
         total = count_conversations(source, owner=owner)
@@ -144,6 +226,47 @@ def migrate_command(
         console.print(
             f"{report.extra} conversation(s) already held more messages in the destination."
         )
+    if report.mismatches:
+        for line in report.mismatches[:20]:
+            console.print(f"[red]mismatch[/] {escape(line)}", soft_wrap=True)
+        fail(f"{len(report.mismatches)} conversation(s) failed verification; re-run to resume")
+    if verify:
+        console.print("Verified: every conversation has all its messages in the destination.")
+
+
+def _migrate_from_source(
+    kind: str, source_url: str, destination_url: str, options: dict[str, str], *, verify: bool
+) -> None:
+    started = time.perf_counter()
+    conversations = read_source(kind, source_url, **options)
+    if kind != "llama-index-simple":
+        unreachable = reach_server(source_url)
+        if unreachable is not None:
+            fail(f"{redact_url(source_url)}: {unreachable.detail}")
+    with open_log(destination_url) as destination, progress_bar(console) as progress:
+        task = progress.add_task(f"migrate from {kind}", total=None)
+        report = import_conversations(
+            conversations,
+            destination,
+            verify=verify,
+            on_conversation=lambda _conversation, _new: progress.advance(task),
+        )
+    elapsed = time.perf_counter() - started
+    console.print(
+        f"Read {report.conversations} conversation(s) from {kind} at {redact_url(source_url)} "
+        f"into {redact_url(destination_url)} in {elapsed:.1f} s: read {report.messages_read} "
+        f"message(s), stored {report.messages_stored} new, skipped "
+        f"{report.messages_read - report.messages_stored} already there "
+        f"({report.conversations_skipped} conversation(s) already complete).",
+        soft_wrap=True,
+    )
+    if report.left_out:
+        console.print(
+            f"{report.left_out} stored message(s) left out: the source kept too little of them "
+            f"({SOURCES[kind].loses}).",
+            soft_wrap=True,
+        )
+    console.print(f"Not kept by {kind}: {SOURCES[kind].loses}.", soft_wrap=True)
     if report.mismatches:
         for line in report.mismatches[:20]:
             console.print(f"[red]mismatch[/] {escape(line)}", soft_wrap=True)

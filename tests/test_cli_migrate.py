@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -146,3 +147,237 @@ def test_sample_conversation_is_rich(tmp_path: Path) -> None:
     kinds = {type(m) for m in messages}
     assert kinds == {SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage}
     assert any(isinstance(m, AssistantMessage) and len(m.tool_calls) == 2 for m in messages)
+
+
+# -- other libraries' stores as sources (--from KIND) -------------------------------------------
+
+
+def _langchain_conversation(tag: str) -> list[Any]:
+    from langchain_core import messages as lc
+
+    return [
+        lc.SystemMessage("be brief"),
+        lc.HumanMessage(f"weather in {tag}?"),
+        lc.AIMessage("", tool_calls=[{"name": "weather", "args": {"city": tag}, "id": f"c-{tag}"}]),
+        lc.ToolMessage("sunny", tool_call_id=f"c-{tag}"),  # no name: taken from the call
+        lc.AIMessage("Sunny."),
+    ]
+
+
+def _llama_index_conversation(tag: str) -> list[Any]:
+    from llama_index.core.base.llms import types as li
+
+    return [
+        li.ChatMessage(role="user", content=f"weather in {tag}?"),
+        li.ChatMessage(
+            role="assistant",
+            blocks=[
+                li.ToolCallBlock(
+                    tool_call_id=f"c-{tag}", tool_name="weather", tool_kwargs={"city": tag}
+                )
+            ],
+        ),
+        li.ChatMessage(
+            role="tool", content="sunny", additional_kwargs={"tool_call_id": f"c-{tag}"}
+        ),
+        li.ChatMessage(role="assistant", content="Sunny."),
+    ]
+
+
+def _stored(url: str, conversation_id: str) -> list[Message]:
+    with create_repository(url) as repository:
+        assert isinstance(repository, ChatMemoryLog)
+        return [m for page in iter_history(repository, conversation_id) for m in page]
+
+
+def _migrate_twice(args: list[str], conversations: int, messages: int) -> None:
+    """Migrate, check the report, then re-run: nothing new, every conversation skipped."""
+    runner = CliRunner()
+    result = runner.invoke(app, ["migrate", *args])
+    assert result.exit_code == 0, result.output
+    assert f"Read {conversations} conversation(s)" in result.output
+    assert f"read {messages} message(s), stored {messages} new" in result.output
+    assert "Verified" in result.output
+    again = runner.invoke(app, ["migrate", *args])
+    assert again.exit_code == 0, again.output
+    assert f"stored 0 new, skipped {messages} already there" in again.output
+    assert f"({conversations} conversation(s) already complete)" in again.output
+
+
+@pytest.fixture
+def server_destination(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[str]]]:
+    """A server URL and a list the test fills with the conversation ids to delete after."""
+    url = server_url(request.param)
+    if request.param == "postgresql":
+        url += "?initialize_schema=always"
+    ids: list[str] = []
+    yield url, ids
+    with create_repository(url) as repository:
+        for conversation_id in ids:
+            repository.delete_by_conversation_id(conversation_id)
+
+
+@pytest.mark.parametrize("server_destination", ["redis"], indirect=True)
+def test_from_langchain_sql_table(
+    tmp_path: Path, server_destination: tuple[str, list[str]]
+) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.chat_message_histories import SQLChatMessageHistory
+
+    source = f"sqlite:///{tmp_path / 'langchain.db'}"
+    destination, cleanup = server_destination
+    sessions = [f"lc-{uuid4().hex[:8]}" for _ in range(3)]
+    cleanup += sessions
+    for session in sessions:
+        history = SQLChatMessageHistory(session, connection=source, table_name="chats")
+        history.add_messages(_langchain_conversation(session))
+    args = ["--from", "langchain-sql", source, destination, "--table", "chats"]
+    _migrate_twice(args, 3, 15)
+    stored = _stored(destination, sessions[0])
+    assert [m.type.value for m in stored] == ["system", "user", "assistant", "tool", "assistant"]
+    assert stored[3].responses[0].name == "weather"  # type: ignore[attr-defined]
+
+
+def test_from_langchain_redis_lists(tmp_path: Path) -> None:
+    import warnings
+
+    import redis
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.chat_message_histories import RedisChatMessageHistory
+
+    url = server_url("redis")
+    prefix = f"lc-mig-{uuid4().hex[:8]}:"
+    destination = f"sqlite:///{tmp_path / 'chatmem.db'}"
+    try:
+        for session in ("alice", "bob"):
+            RedisChatMessageHistory(session, url=url, key_prefix=prefix).add_messages(
+                _langchain_conversation(session)
+            )
+        _migrate_twice(["--from", "langchain-redis", url, destination, "--prefix", prefix], 2, 10)
+        assert _stored(destination, "bob")[-1].text == "Sunny."  # type: ignore[union-attr]
+    finally:
+        with redis.Redis.from_url(url) as client:
+            for key in client.scan_iter(match=prefix + "*"):
+                client.delete(key)
+
+
+@pytest.mark.parametrize("server_destination", ["postgresql"], indirect=True)
+def test_from_llama_index_postgres_store_resumes(
+    server_destination: tuple[str, list[str]],
+) -> None:
+    import psycopg
+    from llama_index.storage.chat_store.postgres import PostgresChatStore
+
+    from chatmem.interop.sources import read_source
+
+    source = server_url("postgresql").replace("postgresql+psycopg://", "postgresql://")
+    table = f"li_mig_{uuid4().hex[:8]}"
+    destination, cleanup = server_destination
+    sessions = [f"li-{uuid4().hex[:8]}" for _ in range(2)]
+    cleanup += sessions
+    store = PostgresChatStore.from_uri(source, table_name=table, use_jsonb=True)
+    try:
+        for session in sessions:
+            store.set_messages(session, _llama_index_conversation(session))
+        # An interrupted earlier run stored the first two messages of one conversation.
+        (first, *_) = read_source("llama-index-postgres", source, table=table)
+        with create_repository(destination) as repository:
+            assert isinstance(repository, ChatMemoryLog)
+            repository.append(first.conversation_id, first.messages[:2])
+        runner = CliRunner()
+        args = ["migrate", "--from", "llama-index-postgres", source, destination]
+        result = runner.invoke(app, [*args, "--table", table, "--schema", "public"])
+        assert result.exit_code == 0, result.output
+        assert "read 8 message(s), stored 6 new, skipped 2 already there" in result.output
+        for session in sessions:
+            stored = _stored(destination, session)
+            assert [m.type.value for m in stored] == ["user", "assistant", "tool", "assistant"]
+            assert stored[2].responses[0].name == "weather"  # type: ignore[attr-defined]
+        again = runner.invoke(app, [*args, "--table", table])
+        assert "stored 0 new, skipped 8 already there" in again.output, again.output
+    finally:
+        store._session.kw["bind"].dispose()  # type: ignore[union-attr]
+        with psycopg.connect(source, autocommit=True) as connection:
+            connection.execute(f'DROP TABLE IF EXISTS "{table}"')
+
+
+def test_from_llama_index_redis_store(tmp_path: Path) -> None:
+    import redis
+    from llama_index.storage.chat_store.redis import RedisChatStore
+
+    url = server_url("redis")
+    prefix = f"li-mig-{uuid4().hex[:8]}:"
+    destination = f"sqlite:///{tmp_path / 'chatmem.db'}"
+    store = RedisChatStore(redis_url=url)
+    try:
+        for session in ("alice", "bob", "carol"):
+            for message in _llama_index_conversation(session):
+                store.add_message(prefix + session, message)
+        _migrate_twice(["--from", "llama-index-redis", url, destination, "--prefix", prefix], 3, 12)
+        stored = _stored(destination, "carol")
+        assert stored[1].tool_calls[0].arguments == '{"city": "carol"}'  # type: ignore[attr-defined]
+    finally:
+        with redis.Redis.from_url(url) as client:
+            for key in client.scan_iter(match=prefix + "*"):
+                client.delete(key)
+
+
+def test_from_llama_index_simple_file(tmp_path: Path) -> None:
+    from llama_index.core.storage.chat_store import SimpleChatStore
+
+    store = SimpleChatStore()
+    store.set_messages("alice", _llama_index_conversation("alice"))
+    path = tmp_path / "chat_store.json"
+    store.persist(str(path))
+    destination = f"sqlite:///{tmp_path / 'chatmem.db'}"
+    _migrate_twice(["--from", "llama-index-simple", str(path), destination], 1, 4)
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--from", "nope", "x"], "unknown source kind 'nope'; the kinds are: langchain-postgres"),
+        (
+            ["--from", "langchain-sql", "sqlite:///{tmp}/missing.db"],
+            "no such SQLite file",
+        ),
+        (
+            ["--from", "llama-index-simple", "{tmp}/missing.json"],
+            "llama-index-simple: no such file",
+        ),
+        (
+            ["--from", "langchain-redis", "redis://127.0.0.1:1/0", "--table", "t"],
+            "takes no option 'table'; it takes: prefix",
+        ),
+        (["--from", "langchain-redis", "redis://x", "--owner", "o"], "--owner selects"),
+        (["--from", "langchain-redis", "redis://x", "--option", "oops"], "NAME=VALUE"),
+        (["sqlite:///{tmp}/a.db", "--prefix", "p"], "--prefix applies to --from"),
+        (["--from", "langchain-redis", "redis://127.0.0.1:1/0"], "cannot connect"),
+    ],
+)
+def test_source_errors_are_one_line_and_write_nothing(
+    tmp_path: Path, args: list[str], error: str
+) -> None:
+    destination = tmp_path / "chatmem.db"
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    result = CliRunner().invoke(app, ["migrate", *argv[:3], f"sqlite:///{destination}", *argv[3:]])
+    assert result.exit_code == 1, result.output
+    assert error in " ".join(result.output.split()), result.output
+    assert not destination.exists()
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_a_registered_reader_that_is_missing_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chatmem.interop import sources
+
+    kind = sources.SourceKind("future-kind", "chatmem.interop.sources", "not_written_yet", "URL")
+    monkeypatch.setattr(sources, "SOURCES", {**sources.SOURCES, kind.name: kind})
+    with pytest.raises(sources.SourceError, match=r"needs chatmem\.interop\.sources\."):
+        sources.read_source("future-kind", "x")
