@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Throughput of ``chatmem migrate --from langchain-sql``: LangChain's SQL table into chatmem.
+
+A SQLite file is filled by LangChain's own ``SQLChatMessageHistory`` (``--messages`` messages in
+conversations of ``--per-conversation``: system, user, assistant tool calls, tool results,
+answers). Then, for each destination (PostgreSQL and Redis), in one run:
+
+- ``read``: the source alone (``read_source`` iterated, converted, nothing written);
+- ``migrate``: ``import_conversations(read_source(...), destination, verify=True)``, what the
+  command runs: messages per second;
+- ``no-op re-run``: the same again: every conversation is found complete and nothing is
+  appended;
+- ``append-all re-run``: for comparison, what a re-run costs when every message is appended
+  again and skipped by id (the repository's idempotent append, without the completeness check).
+
+Conversation ids carry a fresh tag and are deleted from the destinations afterwards. Needs
+``pip install "chatmem[langchain,postgresql,redis]" langchain-community``. Usage:
+
+    python benchmarks/migrate_sources.py \
+        --postgresql postgresql+psycopg://test:test@127.0.0.1:54329/testdb \
+        --redis redis://127.0.0.1:63799/0 [--messages 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from langchain_core import messages as lc
+
+import chatmem.interop.langchain_import  # noqa: F401  (imported before any timing)
+from chatmem import ChatMemoryLog
+from chatmem.interop.sources import import_conversations, read_source
+from chatmem_repositories import create_repository
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)  # langchain-community is being sunset
+    from langchain_community.chat_message_histories import SQLChatMessageHistory
+
+
+def conversation(index: int, size: int) -> list[lc.BaseMessage]:
+    messages: list[lc.BaseMessage] = [lc.SystemMessage(f"You are agent {index}.")]
+    turn = 0
+    while len(messages) < size:
+        call = f"call_{index}_{turn}"
+        messages += [
+            lc.HumanMessage(f"question {turn}: " + "lorem ipsum " * 6),
+            lc.AIMessage("", tool_calls=[{"name": "lookup", "args": {"q": turn}, "id": call}]),
+            lc.ToolMessage(f'{{"hits": {turn}}}', tool_call_id=call, name="lookup"),
+            lc.AIMessage(f"answer {turn}: " + "dolor sit amet " * 6),
+        ]
+        turn += 1
+    return messages[:size]
+
+
+def fill(url: str, tag: str, total: int, size: int) -> tuple[list[str], float]:
+    sessions = [f"{tag}-{i:05d}" for i in range((total + size - 1) // size)]
+    started = time.perf_counter()
+    for index, session in enumerate(sessions):
+        count = min(size, total - index * size)
+        SQLChatMessageHistory(session, connection=url).add_messages(conversation(index, count))
+    return sessions, time.perf_counter() - started
+
+
+def timed(action: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = action()
+    return result, time.perf_counter() - started
+
+
+def append_all(source: str, repository: ChatMemoryLog) -> int:
+    stored = 0
+    for item in read_source("langchain-sql", source):
+        for start in range(0, len(item.messages), 500):
+            batch = item.messages[start : start + 500]
+            stored += len(repository.append(item.conversation_id, batch))
+    return stored
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgresql", default=os.environ.get("CHATMEM_TEST_POSTGRESQL_URL"))
+    parser.add_argument("--redis", default=os.environ.get("CHATMEM_TEST_REDIS_URL"))
+    parser.add_argument("--messages", type=int, default=50_000)
+    parser.add_argument("--per-conversation", type=int, default=50)
+    args = parser.parse_args()
+    destinations = {
+        "postgresql": f"{args.postgresql}?initialize_schema=always" if args.postgresql else None,
+        "redis": args.redis,
+    }
+    tag = f"bench-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory() as directory:
+        source = f"sqlite:///{Path(directory) / 'langchain.db'}"
+        sessions, filled = fill(source, tag, args.messages, args.per_conversation)
+        print(
+            f"source: {args.messages} messages in {len(sessions)} conversations written by "
+            f"SQLChatMessageHistory to SQLite in {filled:.1f} s"
+        )
+        read, read_s = timed(
+            lambda: sum(len(c.messages) for c in read_source("langchain-sql", source))
+        )
+        print(f"read only: {read} messages in {read_s:.2f} s ({read / read_s:,.0f} msg/s)")
+        print("| destination | migrate | msg/s | no-op re-run | append-all re-run | ratio |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for name, url in destinations.items():
+            if url is None:
+                continue
+            with create_repository(url) as repository:
+                assert isinstance(repository, ChatMemoryLog)
+                try:
+                    first, first_s = timed(
+                        lambda r=repository: import_conversations(
+                            read_source("langchain-sql", source), r, verify=True
+                        )
+                    )
+                    assert first.messages_stored == args.messages, first
+                    assert not first.mismatches, first.mismatches[:3]
+                    again, again_s = timed(
+                        lambda r=repository: import_conversations(
+                            read_source("langchain-sql", source), r, verify=True
+                        )
+                    )
+                    assert again.messages_stored == 0
+                    assert again.conversations_skipped == len(sessions)
+                    stored, append_s = timed(lambda r=repository: append_all(source, r))
+                    assert stored == 0
+                finally:
+                    for session in sessions:
+                        repository.delete_by_conversation_id(session)
+            print(
+                f"| {name} | {first_s:.1f} s | {args.messages / first_s:,.0f} | "
+                f"{again_s:.2f} s | {append_s:.2f} s | {append_s / again_s:.1f}x |"
+            )
+
+
+if __name__ == "__main__":
+    main()
