@@ -1,8 +1,11 @@
-"""Importing conversations that Spring AI's JdbcChatMemoryRepository wrote, on Java.
+"""Importing conversations that Spring AI's chat memory repositories wrote, on Java.
 
-The writer is ``tests/spring_ai/SpringAiJdbcWriter.java``, run on Spring AI 1.0.1's jars from
-Maven Central (resolved once into ``.ci-cache/spring-ai-jdbc``), against the PostgreSQL test
-server.
+The writers are ``tests/spring_ai/SpringAi*Writer.java``, run on Spring AI's own repository
+classes from Maven Central (resolved once per kind into ``.ci-cache/spring-ai-<kind>``) against
+the test servers: ``JdbcChatMemoryRepository`` 1.0.1 on PostgreSQL; the Cassandra, MongoDB
+(FerretDB) and Neo4j repositories 1.1.2, the first Spring AI release that Maven Central serves
+all three in (it serves none of them at 1.0.1, and no MongoDB one before 1.1.0). One JVM run
+per test writes two conversations.
 """
 
 from __future__ import annotations
@@ -11,81 +14,132 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import sqlalchemy
 
 from chatmem import InMemoryChatMemoryRepository
-from chatmem.interop.spring_ai_import import import_conversations, spring_ai_jdbc_conversations
+from chatmem.interop.spring_ai_import import (
+    ImportedConversation,
+    SourceError,
+    import_conversations,
+    spring_ai_cassandra_conversations,
+    spring_ai_jdbc_conversations,
+    spring_ai_mongodb_conversations,
+    spring_ai_neo4j_conversations,
+)
+from chatmem.messages import (
+    AssistantMessage,
+    Media,
+    Message,
+    ToolCall,
+    ToolResponse,
+    ToolResponseMessage,
+    UserMessage,
+)
 from tests.conftest import server_url
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / ".ci-cache" / "spring-ai-jdbc"
-SPRING_AI_VERSION = "1.0.1"
-POM = f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>chatmem.tests</groupId><artifactId>spring-ai-jdbc</artifactId><version>1</version>
-  <dependencies>
-    <dependency>
-      <groupId>org.springframework.ai</groupId>
-      <artifactId>spring-ai-model-chat-memory-repository-jdbc</artifactId>
-      <version>{SPRING_AI_VERSION}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.postgresql</groupId><artifactId>postgresql</artifactId><version>42.7.4</version>
-    </dependency>
-  </dependencies>
-</project>
-"""
+WRITERS = ROOT / "tests" / "spring_ai"
+# The Spring AI release whose repository wrote each kind's test data.
+VERSIONS = {"jdbc": "1.0.1", "cassandra": "1.1.2", "mongodb": "1.1.2", "neo4j": "1.1.2"}
+# Beyond the repository itself: the JDBC repository needs a driver of the application's choice.
+EXTRA_DEPENDENCIES = {
+    "jdbc": "<dependency><groupId>org.postgresql</groupId><artifactId>postgresql</artifactId>"
+    "<version>42.7.4</version></dependency>"
+}
+# A short-lived JVM: the client compiler alone and the serial collector halve its CPU time.
+JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+CASSANDRA_KEYSPACE = "chatmem_spring_ai"
+MONGODB_DATABASE = "chatmem_spring_ai"
+NEO4J_PREFIX = "ChatmemSpring"  # before each of Spring AI's default labels
+NEO4J_LABELS = {
+    "session_label": f"{NEO4J_PREFIX}Session",
+    "message_label": f"{NEO4J_PREFIX}Message",
+    "metadata_label": f"{NEO4J_PREFIX}Metadata",
+    "tool_call_label": f"{NEO4J_PREFIX}ToolCall",
+    "tool_response_label": f"{NEO4J_PREFIX}ToolResponse",
+    "media_label": f"{NEO4J_PREFIX}Media",
+}
+UNICODE = (
+    "\u00dcn\u00efc\u00f8d\u00e9 \u2614 \u65e5\u672c\u8a9e \U0001f327"  # as the writers spell it
+)
 
 
 def _missing(tool: str) -> None:
-    message = f"{tool} is not installed; the Spring AI importer test runs Spring AI on Java"
+    message = f"{tool} is not installed; the Spring AI importer tests run Spring AI on Java"
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(message)
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
-def spring_ai_classpath() -> str:
+def _classpath(kind: str) -> str:
+    """Resolve the Spring AI repository of ``kind`` once and return its classpath."""
     for tool in ("java", "mvn"):
         if shutil.which(tool) is None:
             _missing(tool)
-    lib = CACHE / "lib"
-    if not (lib / f"spring-ai-model-chat-memory-repository-jdbc-{SPRING_AI_VERSION}.jar").exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        (CACHE / "pom.xml").write_text(POM)
+    version = VERSIONS[kind]
+    artifact = f"spring-ai-model-chat-memory-repository-{kind}"
+    cache = ROOT / ".ci-cache" / f"spring-ai-{kind}"
+    lib = cache / "lib"
+    if not (lib / f"{artifact}-{version}.jar").exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "pom.xml").write_text(
+            f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>chatmem.tests</groupId><artifactId>spring-ai-{kind}</artifactId><version>1</version>
+  <dependencies>
+    <dependency>
+      <groupId>org.springframework.ai</groupId>
+      <artifactId>{artifact}</artifactId>
+      <version>{version}</version>
+    </dependency>
+    {EXTRA_DEPENDENCIES.get(kind, "")}
+  </dependencies>
+</project>
+"""
+        )
         subprocess.run(
             ["mvn", "-q", "-B", "dependency:copy-dependencies", f"-DoutputDirectory={lib}"],
-            cwd=CACHE,
+            cwd=cache,
             check=True,
             timeout=600,
         )
     return str(lib / "*")
 
 
-def test_spring_ai_jdbc_table(spring_ai_classpath: str) -> None:
+def _write(kind: str, writer: str, *args: str) -> None:
+    """Run one Spring AI writer on Java; its output is shown if it fails."""
+    done = subprocess.run(
+        ["java", *JVM_FLAGS, "-cp", _classpath(kind), str(WRITERS / writer), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"{writer} failed:\n{done.stdout}\n{done.stderr}"
+
+
+def _ids() -> list[str]:
+    return [f"spring-{uuid.uuid4().hex[:8]}", f"spring-{uuid.uuid4().hex[:8]}"]
+
+
+def test_spring_ai_jdbc_table() -> None:
     url = server_url("postgresql")
     parts = urlsplit(url)
     jdbc = f"jdbc:postgresql://{parts.hostname}:{parts.port}{parts.path}"
-    conversations = [f"spring-{uuid.uuid4().hex[:8]}", f"spring-{uuid.uuid4().hex[:8]}"]
-    writer = ROOT / "tests" / "spring_ai" / "SpringAiJdbcWriter.java"
-    subprocess.run(
-        [
-            "java",
-            "-cp",
-            spring_ai_classpath,
-            str(writer),
-            jdbc,
-            parts.username or "",
-            parts.password or "",
-            *conversations,
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
+    conversations = _ids()
+    _write(
+        "jdbc",
+        "SpringAiJdbcWriter.java",
+        jdbc,
+        parts.username or "",
+        parts.password or "",
+        *conversations,
     )
     try:
         read = [c for c in spring_ai_jdbc_conversations(url) if c.conversation_id in conversations]
@@ -113,3 +167,234 @@ def test_spring_ai_jdbc_table(spring_ai_classpath: str) -> None:
                 {"ids": conversations},
             )
         engine.dispose()
+
+
+# --- Cassandra -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cassandra_session() -> Iterator[tuple[str, int, Any]]:
+    from cassandra.cluster import Cluster
+
+    parts = urlsplit(server_url("cassandra"))
+    host, port = parts.hostname or "127.0.0.1", parts.port or 9042
+    cluster = Cluster([host], port=port)
+    try:
+        yield host, port, cluster.connect()
+    finally:
+        cluster.shutdown()
+
+
+def _text_of(stored: Sequence[Message]) -> list[tuple[str, str]]:
+    return [(m.type.value, getattr(m, "text", "")) for m in stored]
+
+
+def test_spring_ai_cassandra_table(cassandra_session: tuple[str, int, Any]) -> None:
+    host, port, session = cassandra_session
+    datacenter = session.execute("SELECT data_center FROM system.local").one()[0]
+    conversations = _ids()
+    _write(
+        "cassandra",
+        "SpringAiCassandraWriter.java",
+        host,
+        str(port),
+        datacenter,
+        CASSANDRA_KEYSPACE,
+        *conversations,
+    )
+    url = f"cassandra://{host}:{port}"
+    table = f"{CASSANDRA_KEYSPACE}.ai_chat_memory"
+    try:
+
+        def read() -> list[ImportedConversation]:
+            found = spring_ai_cassandra_conversations(url, keyspace=CASSANDRA_KEYSPACE)
+            return sorted(
+                (c for c in found if c.conversation_id in conversations),
+                key=lambda c: conversations.index(c.conversation_id),
+            )
+
+        repository = InMemoryChatMemoryRepository()
+        report = import_conversations(read(), repository)
+        # Two saves per conversation (two rows); the newer one is the conversation. Its tool
+        # call and result kept no text and no ids: left out and counted.
+        assert (report.conversations, report.messages_stored, report.left_out) == (2, 6, 4)
+        for conversation in conversations:
+            stored = repository.find_by_conversation_id(conversation)
+            assert _text_of(stored) == [
+                ("system", "Be brief."),
+                ("user", f"Weather in Oslo, {conversation}? {UNICODE}"),
+                ("assistant", "Sunny. \u2600"),
+            ]
+            # Each message keeps the time of the save that first held it (milliseconds).
+            assert stored[0].created_at == stored[1].created_at < stored[2].created_at
+            assert stored[2].created_at.microsecond % 1000 == 0
+        assert import_conversations(read(), repository).messages_stored == 0  # nothing twice
+
+        # Spring AI saves again after one more turn, its window having dropped the oldest
+        # message: the new row keeps the other messages' times, so only the new one is stored.
+        first = conversations[0]
+        latest = session.execute(
+            f"SELECT message_timestamp, messages FROM {table} WHERE session_id = %s LIMIT 1",
+            [first],
+        ).one()
+        kept = list(latest.messages)[1:]
+        saved_at = latest.message_timestamp + timedelta(seconds=1)
+        udt = "{msg_timestamp: %s, msg_type: %s, msg_content: %s}"
+        values = [v for m in kept for v in (m.msg_timestamp, m.msg_type, m.msg_content)]
+        session.execute(
+            f"INSERT INTO {table} (session_id, message_timestamp, messages) VALUES (%s, %s, ["
+            + ", ".join([udt] * (len(kept) + 1))
+            + "])",
+            [first, saved_at, *values, saved_at, "USER", "And tomorrow?"],
+        )
+        again = import_conversations(read(), repository)
+        assert (again.messages_stored, again.conversations_skipped) == (1, 1)
+        assert _text_of(repository.find_by_conversation_id(first))[-2:] == [
+            ("assistant", "Sunny. \u2600"),
+            ("user", "And tomorrow?"),
+        ]
+    finally:
+        session.execute(f"DELETE FROM {table} WHERE session_id IN (%s, %s)", conversations)
+
+
+def test_spring_ai_cassandra_refuses_what_it_cannot_read(
+    cassandra_session: tuple[str, int, Any],
+) -> None:
+    host, port, _ = cassandra_session
+    with pytest.raises(SourceError, match="no such table"):
+        list(spring_ai_cassandra_conversations(f"cassandra://{host}:{port}", "system", "nope"))
+    with pytest.raises(SourceError, match="names keyspace 'app'"):
+        list(spring_ai_cassandra_conversations(f"cassandra://{host}:{port}/app"))
+    with pytest.raises(SourceError, match="not a cassandra:// URL"):
+        list(spring_ai_cassandra_conversations(f"redis://{host}:{port}"))
+    with pytest.raises(SourceError, match="not a CQL name"):
+        list(spring_ai_cassandra_conversations(f"cassandra://{host}", table_name="a-b"))
+
+
+# --- MongoDB ---------------------------------------------------------------------------
+
+
+def _mongodb_url() -> str:
+    return urlunsplit(urlsplit(server_url("mongodb"))._replace(path=f"/{MONGODB_DATABASE}"))
+
+
+def test_spring_ai_mongodb_collection() -> None:
+    import pymongo
+
+    url = _mongodb_url()
+    conversations = _ids()
+    _write("mongodb", "SpringAiMongoWriter.java", url, MONGODB_DATABASE, *conversations)
+    client: pymongo.MongoClient = pymongo.MongoClient(url)  # type: ignore[type-arg]
+    try:
+
+        def read() -> list[ImportedConversation]:
+            found = spring_ai_mongodb_conversations(url)
+            return [c for c in found if c.conversation_id in conversations]
+
+        repository = InMemoryChatMemoryRepository()
+        report = import_conversations(read(), repository)
+        # One document per message; the tool call and its result kept no text and no ids.
+        assert (report.conversations, report.messages_stored, report.left_out) == (2, 6, 4)
+        for conversation in conversations:
+            stored = repository.find_by_conversation_id(conversation)
+            assert _text_of(stored) == [
+                ("system", "Be brief."),
+                ("user", f"Weather in Oslo, {conversation}? {UNICODE}"),
+                ("assistant", "Sunny. \u2600"),
+            ]
+            # Metadata comes along, without Spring AI's own messageType entry.
+            assert [m.metadata for m in stored] == [{}, {"channel": "web", "attempt": 2}, {}]
+        assert import_conversations(read(), repository).messages_stored == 0  # nothing twice
+    finally:
+        client[MONGODB_DATABASE]["ai_chat_memory"].delete_many(
+            {"conversationId": {"$in": conversations}}
+        )
+        client.close()
+
+
+def test_spring_ai_mongodb_refuses_what_it_cannot_read() -> None:
+    url = _mongodb_url()
+    with pytest.raises(SourceError, match="no collection 'nope'"):
+        list(spring_ai_mongodb_conversations(url, collection_name="nope"))
+    with pytest.raises(SourceError, match="names no database"):
+        list(spring_ai_mongodb_conversations(urlunsplit(urlsplit(url)._replace(path=""))))
+
+
+# --- Neo4j -----------------------------------------------------------------------------
+
+
+def test_spring_ai_neo4j_graph() -> None:
+    import neo4j
+
+    url = server_url("neo4j")
+    parts = urlsplit(url)
+    conversations = _ids()
+    _write(
+        "neo4j",
+        "SpringAiNeo4jWriter.java",
+        urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])),
+        parts.username or "",
+        parts.password or "",
+        NEO4J_PREFIX,
+        *conversations,
+    )
+    try:
+
+        def read() -> list[ImportedConversation]:
+            found = spring_ai_neo4j_conversations(url, **NEO4J_LABELS)
+            return [c for c in found if c.conversation_id in conversations]
+
+        repository = InMemoryChatMemoryRepository()
+        report = import_conversations(read(), repository)
+        # The graph keeps tool calls, their results, media and metadata: nothing left out.
+        assert (report.conversations, report.messages_stored, report.left_out) == (2, 10, 0)
+        for conversation in conversations:
+            system, user, call, result, answer = repository.find_by_conversation_id(conversation)
+            assert _text_of([system]) == [("system", "Be brief.")]
+            assert isinstance(user, UserMessage)
+            assert user.text == f"Weather in Oslo, {conversation}? {UNICODE}"
+            assert user.metadata == {"channel": "web", "attempt": 2}
+            assert user.media == [
+                Media(mime_type="image/png", data=b"\x89PNG\x00\xff", name="dot.png"),
+                Media(mime_type="image/jpeg", url="https://example.com/oslo.jpg", name="oslo.jpg"),
+            ]
+            assert isinstance(call, AssistantMessage)
+            assert (call.text, call.tool_calls) == (
+                "",
+                [
+                    ToolCall(id="c1", name="weather", arguments='{"city":"Oslo"}'),
+                    ToolCall(id="c2", name="time", arguments="{}"),
+                ],
+            )
+            assert isinstance(result, ToolResponseMessage)
+            assert result.responses == [
+                ToolResponse(id="c1", name="weather", response_data="sunny"),
+                ToolResponse(id="c2", name="time", response_data="12:00"),
+            ]
+            assert isinstance(answer, AssistantMessage)
+            assert (answer.text, answer.metadata) == (
+                "Sunny at noon. \u2600",
+                {"finishReason": "STOP"},
+            )
+        again = import_conversations(read(), repository)
+        assert (again.messages_stored, again.conversations_skipped) == (0, 2)  # nothing twice
+    finally:
+        auth = (parts.username, parts.password or "") if parts.username else None
+        with neo4j.GraphDatabase.driver(
+            urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), auth=auth
+        ) as driver:
+            driver.execute_query(
+                f"MATCH (s:{NEO4J_LABELS['session_label']}) WHERE s.id IN $ids "
+                "OPTIONAL MATCH (s)-[:HAS_MESSAGE]->(m) OPTIONAL MATCH (m)-->(x) "
+                "DETACH DELETE s, m, x",
+                ids=conversations,
+            )
+
+
+def test_spring_ai_neo4j_refuses_what_it_cannot_read() -> None:
+    with pytest.raises(SourceError, match="not a bolt:// or neo4j:// URL"):
+        list(spring_ai_neo4j_conversations("http://127.0.0.1:7687"))
+    with pytest.raises(SourceError, match="names database 'a' but database is 'b'"):
+        list(spring_ai_neo4j_conversations("bolt://127.0.0.1:7687/a", database="b"))
+    with pytest.raises(SourceError, match="must not be empty"):
+        list(spring_ai_neo4j_conversations(server_url("neo4j"), session_label=""))
