@@ -24,6 +24,7 @@ import pytest
 import sqlalchemy
 
 from chatmem import InMemoryChatMemoryRepository
+from chatmem.interop.sources import read_source
 from chatmem.interop.spring_ai_import import (
     ImportedConversation,
     SourceError,
@@ -206,15 +207,23 @@ def test_spring_ai_cassandra_table(cassandra_session: tuple[str, int, Any]) -> N
     table = f"{CASSANDRA_KEYSPACE}.ai_chat_memory"
     try:
 
-        def read() -> list[ImportedConversation]:
-            found = spring_ai_cassandra_conversations(url, keyspace=CASSANDRA_KEYSPACE)
+        def read(direct: bool = False) -> list[ImportedConversation]:
+            # The reader, or the Python API under `chatmem migrate --from spring-ai-cassandra`.
+            found = (
+                spring_ai_cassandra_conversations(url, keyspace=CASSANDRA_KEYSPACE)
+                if direct
+                else read_source(
+                    "spring-ai-cassandra", url, keyspace=CASSANDRA_KEYSPACE, table="ai_chat_memory"
+                )
+            )
             return sorted(
                 (c for c in found if c.conversation_id in conversations),
                 key=lambda c: conversations.index(c.conversation_id),
             )
 
         repository = InMemoryChatMemoryRepository()
-        report = import_conversations(read(), repository)
+        report = import_conversations(read(), repository, verify=True)
+        assert report.mismatches == ()
         # Two saves per conversation (two rows); the newer one is the conversation. Its tool
         # call and result kept no text and no ids: left out and counted.
         assert (report.conversations, report.messages_stored, report.left_out) == (2, 6, 4)
@@ -228,7 +237,9 @@ def test_spring_ai_cassandra_table(cassandra_session: tuple[str, int, Any]) -> N
             # Each message keeps the time of the save that first held it (milliseconds).
             assert stored[0].created_at == stored[1].created_at < stored[2].created_at
             assert stored[2].created_at.microsecond % 1000 == 0
-        assert import_conversations(read(), repository).messages_stored == 0  # nothing twice
+        assert (
+            import_conversations(read(direct=True), repository).messages_stored == 0
+        )  # nothing twice
 
         # Spring AI saves again after one more turn, its window having dropped the oldest
         # message: the new row keeps the other messages' times, so only the new one is stored.
@@ -287,12 +298,17 @@ def test_spring_ai_mongodb_collection() -> None:
     client: pymongo.MongoClient = pymongo.MongoClient(url)  # type: ignore[type-arg]
     try:
 
-        def read() -> list[ImportedConversation]:
-            found = spring_ai_mongodb_conversations(url)
+        def read(direct: bool = False) -> list[ImportedConversation]:
+            found = (
+                spring_ai_mongodb_conversations(url)
+                if direct
+                else read_source("spring-ai-mongodb", url, collection="ai_chat_memory")
+            )
             return [c for c in found if c.conversation_id in conversations]
 
         repository = InMemoryChatMemoryRepository()
-        report = import_conversations(read(), repository)
+        report = import_conversations(read(), repository, verify=True)
+        assert report.mismatches == ()
         # One document per message; the tool call and its result kept no text and no ids.
         assert (report.conversations, report.messages_stored, report.left_out) == (2, 6, 4)
         for conversation in conversations:
@@ -304,7 +320,9 @@ def test_spring_ai_mongodb_collection() -> None:
             ]
             # Metadata comes along, without Spring AI's own messageType entry.
             assert [m.metadata for m in stored] == [{}, {"channel": "web", "attempt": 2}, {}]
-        assert import_conversations(read(), repository).messages_stored == 0  # nothing twice
+        assert (
+            import_conversations(read(direct=True), repository).messages_stored == 0
+        )  # nothing twice
     finally:
         client[MONGODB_DATABASE]["ai_chat_memory"].delete_many(
             {"conversationId": {"$in": conversations}}
@@ -340,12 +358,17 @@ def test_spring_ai_neo4j_graph() -> None:
     )
     try:
 
-        def read() -> list[ImportedConversation]:
-            found = spring_ai_neo4j_conversations(url, **NEO4J_LABELS)
+        def read(direct: bool = False) -> list[ImportedConversation]:
+            found = (
+                spring_ai_neo4j_conversations(url, **NEO4J_LABELS)
+                if direct
+                else read_source("spring-ai-neo4j", url, **NEO4J_LABELS)
+            )
             return [c for c in found if c.conversation_id in conversations]
 
         repository = InMemoryChatMemoryRepository()
-        report = import_conversations(read(), repository)
+        report = import_conversations(read(), repository, verify=True)
+        assert report.mismatches == ()
         # The graph keeps tool calls, their results, media and metadata: nothing left out.
         assert (report.conversations, report.messages_stored, report.left_out) == (2, 10, 0)
         for conversation in conversations:
@@ -376,7 +399,7 @@ def test_spring_ai_neo4j_graph() -> None:
                 "Sunny at noon. \u2600",
                 {"finishReason": "STOP"},
             )
-        again = import_conversations(read(), repository)
+        again = import_conversations(read(direct=True), repository)
         assert (again.messages_stored, again.conversations_skipped) == (0, 2)  # nothing twice
     finally:
         auth = (parts.username, parts.password or "") if parts.username else None
