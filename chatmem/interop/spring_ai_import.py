@@ -15,6 +15,10 @@ own repository class wrote on Java):
   and ``Message`` nodes with ``Metadata``, ``ToolCall``, ``ToolResponse`` and ``Media``
   nodes), Spring AI 1.1.2.
 
+Maven Central serves none of the last three at 1.0.1 and no MongoDB one before 1.1.0; the
+Cassandra and Neo4j repositories of Spring AI 1.0.x write the same layout as 1.1.2 (their
+1.0.3 sources differ only in how they read it back).
+
 What each one lost before it reached chatmem:
 
 | source | tool calls and results | metadata | media | times |
@@ -472,7 +476,8 @@ def spring_ai_neo4j_conversations(
     (inline bytes, or a URL) and metadata (temporal values as ISO text). What is lost: message
     times (the repository keeps none, so messages get the import time), each tool call's
     ``type`` and each media's own id. A tool message with no results is left out and counted.
-    One query per import, one result row per session.
+    One query per import, one result row per session; it needs Neo4j 5.6 or newer
+    (``COLLECT`` subqueries; Spring AI 1.1 itself needs 5.26).
 
     Args:
         url: A Neo4j URL (``bolt://``, ``neo4j://``, with ``+s``/``+ssc``), with the user and
