@@ -10,6 +10,7 @@ per test writes two conversations.
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import subprocess
@@ -56,16 +57,19 @@ EXTRA_DEPENDENCIES = {
 }
 # A short-lived JVM: the client compiler alone and the serial collector halve its CPU time.
 JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
-CASSANDRA_KEYSPACE = "chatmem_spring_ai"
+CASSANDRA_PREFIX = "chatmem_"  # before Spring AI's default keyspace, in the writer
+CASSANDRA_KEYSPACE = (
+    CASSANDRA_PREFIX
+    + inspect.signature(spring_ai_cassandra_conversations).parameters["keyspace"].default
+)
 MONGODB_DATABASE = "chatmem_spring_ai"
 NEO4J_PREFIX = "ChatmemSpring"  # before each of Spring AI's default labels
+# The reader's default labels, each after the prefix; the writer puts the prefix before Spring
+# AI's own default labels, so a default that differs from Spring AI's fails the test.
 NEO4J_LABELS = {
-    "session_label": f"{NEO4J_PREFIX}Session",
-    "message_label": f"{NEO4J_PREFIX}Message",
-    "metadata_label": f"{NEO4J_PREFIX}Metadata",
-    "tool_call_label": f"{NEO4J_PREFIX}ToolCall",
-    "tool_response_label": f"{NEO4J_PREFIX}ToolResponse",
-    "media_label": f"{NEO4J_PREFIX}Media",
+    name: NEO4J_PREFIX + parameter.default
+    for name, parameter in inspect.signature(spring_ai_neo4j_conversations).parameters.items()
+    if name.endswith("_label")
 }
 UNICODE = (
     "\u00dcn\u00efc\u00f8d\u00e9 \u2614 \u65e5\u672c\u8a9e \U0001f327"  # as the writers spell it
@@ -200,7 +204,7 @@ def test_spring_ai_cassandra_table(cassandra_session: tuple[str, int, Any]) -> N
         host,
         str(port),
         datacenter,
-        CASSANDRA_KEYSPACE,
+        CASSANDRA_PREFIX,
         *conversations,
     )
     url = f"cassandra://{host}:{port}"

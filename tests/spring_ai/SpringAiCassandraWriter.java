@@ -1,5 +1,6 @@
 // Writes conversations with Spring AI's own CassandraChatMemoryRepository, for the importer tests.
-// Usage: java -cp 'lib/*' SpringAiCassandraWriter.java HOST PORT DATACENTER KEYSPACE CONVERSATION_ID...
+// Usage: java -cp 'lib/*' SpringAiCassandraWriter.java HOST PORT DATACENTER KEYSPACE_PREFIX CONVERSATION_ID...
+// The keyspace is KEYSPACE_PREFIX + Spring AI's default one, the table Spring AI's default one.
 // Each conversation is written the way an application writes it: through MessageWindowChatMemory,
 // in two turns, so the table holds two rows (snapshots) for it and the newer one is the conversation.
 import java.net.InetSocketAddress;
@@ -21,11 +22,12 @@ public class SpringAiCassandraWriter {
                 .addContactPoint(new InetSocketAddress(args[0], Integer.parseInt(args[1])))
                 .withLocalDatacenter(args[2])
                 .build()) {
+            String keyspace = args[3] + CassandraChatMemoryRepositoryConfig.DEFAULT_KEYSPACE_NAME;
             var config = CassandraChatMemoryRepositoryConfig.builder()
                     .withCqlSession(session)
-                    .withKeyspaceName(args[3]);
-            boolean created = session.getMetadata().getKeyspace(args[3])
-                    .flatMap(keyspace -> keyspace.getTable(CassandraChatMemoryRepositoryConfig.DEFAULT_TABLE_NAME))
+                    .withKeyspaceName(keyspace);
+            boolean created = session.getMetadata().getKeyspace(keyspace)
+                    .flatMap(found -> found.getTable(CassandraChatMemoryRepositoryConfig.DEFAULT_TABLE_NAME))
                     .isPresent();
             if (created) {
                 // Spring AI made the schema on an earlier run; creating it again would only wait

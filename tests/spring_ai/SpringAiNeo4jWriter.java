@@ -1,7 +1,7 @@
 // Writes conversations with Spring AI's own Neo4jChatMemoryRepository, for the importer tests.
 // Usage: java -cp 'lib/*' SpringAiNeo4jWriter.java BOLT_URL USER PASSWORD LABEL_PREFIX CONVERSATION_ID...
-// Labels are LABEL_PREFIX + Spring AI's default ones (Session, Message, Metadata, ToolCall,
-// ToolResponse, Media). Each conversation is written through MessageWindowChatMemory in two turns,
+// Labels are LABEL_PREFIX + Spring AI's default ones (its constants: Session, Message, Metadata,
+// ToolCall, ToolResponse, Media), so the test also checks the reader's default labels. Each conversation is written through MessageWindowChatMemory in two turns,
 // so the second turn reads the first back and saves the whole conversation again, as applications do.
 import java.net.URI;
 import java.util.List;
@@ -27,12 +27,12 @@ public class SpringAiNeo4jWriter {
         try (var driver = GraphDatabase.driver(args[0], auth)) {
             var repository = new Neo4jChatMemoryRepository(Neo4jChatMemoryRepositoryConfig.builder()
                     .withDriver(driver)
-                    .withSessionLabel(prefix + "Session")
-                    .withMessageLabel(prefix + "Message")
-                    .withMetadataLabel(prefix + "Metadata")
-                    .withToolCallLabel(prefix + "ToolCall")
-                    .withToolResponseLabel(prefix + "ToolResponse")
-                    .withMediaLabel(prefix + "Media")
+                    .withSessionLabel(prefix + Neo4jChatMemoryRepositoryConfig.DEFAULT_SESSION_LABEL)
+                    .withMessageLabel(prefix + Neo4jChatMemoryRepositoryConfig.DEFAULT_MESSAGE_LABEL)
+                    .withMetadataLabel(prefix + Neo4jChatMemoryRepositoryConfig.DEFAULT_METADATA_LABEL)
+                    .withToolCallLabel(prefix + Neo4jChatMemoryRepositoryConfig.DEFAULT_TOOL_CALL_LABEL)
+                    .withToolResponseLabel(prefix + Neo4jChatMemoryRepositoryConfig.DEFAULT_TOOL_RESPONSE_LABEL)
+                    .withMediaLabel(prefix + Neo4jChatMemoryRepositoryConfig.DEFAULT_MEDIA_LABEL)
                     .build());
             var memory = MessageWindowChatMemory.builder().chatMemoryRepository(repository).build();
             for (int i = 4; i < args.length; i++) {
