@@ -23,7 +23,7 @@ from chatmem.backend import check_identifier
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, Cql
 
-__all__ = ["VectorCql", "statements"]
+__all__ = ["VectorCql", "statements", "summary_statements"]
 
 
 @dataclass(frozen=True)
@@ -191,4 +191,29 @@ def statements(cql: Cql) -> dict[str, str]:
         " AND conversation_id = ?",
         "list": f"SELECT conversation_id FROM {c} WHERE scope = ? AND bucket = ?"
         " AND conversation_id > ? LIMIT ?",
+    }
+
+
+def summary_statements(cql: Cql) -> dict[str, str]:
+    """Return the statements of the summary columns, by name (prepared apart from the rest).
+
+    A table made before the summary columns, with ``initialize_schema="never"``, refuses to
+    prepare them; the rest of the repository works without them.
+
+    Args:
+        cql: The keyspace and table names.
+    """
+    m = cql.messages
+    write = f"UPDATE {m} SET summary = ?, summary_covers = ?, summary_version = ?, touched = true"
+    write += " WHERE conversation_id = ?"
+    # The conversation must exist (its counter), or with a TTL be alive, or the summary
+    # would outlive it; the summary's own write never keeps a conversation alive.
+    exists, live = " AND next_position > 0", " AND alive = true"
+    return {
+        "summary": "SELECT DISTINCT conversation_id, summary, summary_covers, summary_version,"
+        f" alive, next_position FROM {m} WHERE conversation_id = ?",
+        "summary_first": write + " IF summary_version = null" + exists,
+        "summary_first_live": write + " IF summary_version = null" + live,
+        "summary_next": write + " IF summary_version = ?" + exists,
+        "summary_next_live": write + " IF summary_version = ?" + live,
     }

@@ -23,14 +23,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement, dict_factory
 
 from chatmem.backend import AsyncLock, Lock
-from chatmem_repositories.cassandra._cql import statements
+from chatmem_repositories.cassandra._cql import statements, summary_statements
 from chatmem_repositories.cassandra._errors import driver_errors, translate
 from chatmem_repositories.cassandra._options import (
     CassandraOptions,
@@ -152,6 +152,10 @@ class _Connection:
         self.write_profile: ExecutionProfile | None = None
         self.ready = False
         self.closed = False
+        self.summaries_missing = False
+        """Whether the messages table lacks the summary columns (made before them)."""
+        self.serial_level = _level(options.serial_consistency)
+        """The consistency level of Paxos rounds, and of reads that must see them settled."""
 
     def setup_blocking(self) -> None:
         """Connect (if this adapter owns the session), create the schema, prepare statements."""
@@ -167,9 +171,17 @@ class _Connection:
             if opts.initialize_schema == "always":
                 for ddl in self.cql.tables():
                     session.execute(ddl, timeout=_DDL_TIMEOUT)
+                self._add_summary_columns(session)
             self.prepared = {
                 name: session.prepare(text) for name, text in statements(self.cql).items()
             }
+            try:
+                for name, text in summary_statements(self.cql).items():
+                    self.prepared[name] = session.prepare(text)
+            except InvalidRequest:
+                # A table made before the summary columns, with initialize_schema="never":
+                # everything but the summaries works; they say what to run.
+                self.summaries_missing = True
             timeout = opts.read_timeout.total_seconds()
             self.read_profile = session.execution_profile_clone_update(
                 EXEC_PROFILE_DEFAULT,
@@ -185,6 +197,21 @@ class _Connection:
                 serial_consistency_level=_level(opts.serial_consistency),
             )
             self.ready = True
+
+    def _add_summary_columns(self, session: Session) -> None:
+        """Add the summary columns to a messages table made before them (once)."""
+        keyspace, table = self.cql.messages.split(".")
+        found = session.execute(
+            "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s"
+            " AND table_name = %s AND column_name = 'summary_version'",
+            (keyspace, table),
+        )
+        if found.one() is None:
+            try:
+                session.execute(self.cql.add_summary_columns(), timeout=_DDL_TIMEOUT)
+            except InvalidRequest as exc:
+                if "already exist" not in str(exc).lower():  # another process added them
+                    raise
 
     def shutdown_blocking(self) -> None:
         """Shut the cluster down if this adapter created it."""

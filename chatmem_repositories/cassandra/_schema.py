@@ -31,6 +31,13 @@ TTL) is written by every append, so ``WRITETIME(touched)`` tells the timestamp o
 write of an expired conversation: a partition delete at that timestamp removes exactly the
 expired life's data, never a newer one's.
 
+The running summary of a summarizing memory (``find_summary``/``save_summary``) is kept in
+three more static columns of the conversation's partition, ``summary``, ``summary_covers``
+and ``summary_version``, so it goes with every delete of the partition, is hidden with an
+expired life and dropped with it (a summary write also writes ``touched``), and its
+version-checked write is a conditional update, ``IF summary_version = ?`` (``= null`` for
+the first), that also requires the conversation to exist (or, with a TTL, to be alive).
+
 Keyspace and table names come from validated options; no statement is ever built from a
 conversation id or message text, which are always bound parameters.
 """
@@ -42,6 +49,7 @@ from dataclasses import dataclass
 __all__ = [
     "CHAT",
     "CLAIMS",
+    "SUMMARY_COLUMNS",
     "SYSTEM",
     "TRACKED",
     "Cql",
@@ -57,6 +65,10 @@ CLAIMS = "i"
 TRACKED = "~"
 """Listing scope of conversations written with a TTL, kept without one, so that
 ``purge_expired`` can find expired conversations after their listing rows are gone."""
+
+
+SUMMARY_COLUMNS = "summary text STATIC, summary_covers bigint STATIC, summary_version bigint STATIC"
+"""The static columns of a conversation's running summary (added to tables made before it)."""
 
 
 def create_keyspace_cql(keyspace: str, replication: dict[str, int] | None, factor: int) -> str:
@@ -86,6 +98,10 @@ class Cql:
         """Qualified name of the conversation listing table."""
         return f"{self.keyspace}.{self.prefix}conversations_v2"
 
+    def add_summary_columns(self) -> str:
+        """Return the ``ALTER TABLE`` that adds the summary columns to an older table."""
+        return f"ALTER TABLE {self.messages} ADD ({SUMMARY_COLUMNS})"
+
     def tables(self) -> list[str]:
         """Return the ``CREATE TABLE IF NOT EXISTS`` statements."""
         return [
@@ -95,6 +111,7 @@ class Cql:
             " owner text STATIC, next_position bigint STATIC,"
             " system_position bigint STATIC, system_data text STATIC,"
             " alive boolean STATIC, touched boolean STATIC,"
+            f" {SUMMARY_COLUMNS},"
             " PRIMARY KEY ((conversation_id), section, position, message_id))"
             " WITH CLUSTERING ORDER BY (section ASC, position DESC, message_id ASC)",
             # Partitioned by (scope, bucket) so no single partition holds every conversation:

@@ -19,11 +19,13 @@ from chatmem.backend import (
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.messages import Message, MessageType
+from chatmem.repository import ConversationSummary
 from chatmem_repositories._options import InitializeSchema, parse_url_options
 from chatmem_repositories.cassandra._async.conditional import (
     AsyncConditionalWrites,
     listing_scope,
 )
+from chatmem_repositories.cassandra._async.summaries import AsyncSummaries
 from chatmem_repositories.cassandra._codec import (
     CLAIM_POSITION,
     FIRST_POSITION,
@@ -66,8 +68,10 @@ class AsyncCassandraChatMemoryRepository:
     conditional batches too, so they remove exactly what was appended before them. The
     memory window and the current system message (static columns) are one ``LIMIT``
     query. With a ``ttl``, a conversation lives while it is appended to and expires whole
-    ``ttl`` after its last append (see ``docs/backends/cassandra.md``). The connection is
-    opened on first use.
+    ``ttl`` after its last append (see ``docs/backends/cassandra.md``). A summarizing
+    memory's running summary (:class:`~chatmem.repository.AsyncSummaryStore`) is kept in
+    static columns of the conversation's partition and written under Paxos, so it goes with
+    the conversation. The connection is opened on first use.
 
     Example:
         ```python
@@ -159,6 +163,7 @@ class AsyncCassandraChatMemoryRepository:
             self._ttl, self._buckets, options.read_timeout.total_seconds()
         )
         self._next = self._writes.next
+        self._summaries = AsyncSummaries(self._ttl)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncCassandraChatMemoryRepository:
@@ -451,6 +456,34 @@ class AsyncCassandraChatMemoryRepository:
                     break
                 after = ids[-1]
         return purged
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def find_summary(self, conversation_id: str) -> ConversationSummary | None:
+        """Return the conversation's summary, or ``None`` (also while it is expired).
+
+        One single-row read of the partition's static columns.
+        """
+        validate_conversation_id(conversation_id)
+        db = await self._ready()
+        return await self._summaries.find(db, conversation_id)
+
+    async def save_summary(
+        self, conversation_id: str, text: str, covers: Position, *, expected_version: int
+    ) -> bool:
+        """Write the summary if the stored version is ``expected_version``.
+
+        One conditional update of the partition's static columns (a Paxos round): ``IF
+        summary_version = ?``, and the conversation exists (with a TTL: is alive). A
+        conversation that does not exist gets no summary, so this returns ``False``.
+        ``save_all`` and the deletes remove the summary with the messages.
+
+        Raises:
+            ConfigurationError: If ``covers`` is not a position of this repository.
+        """
+        validate_conversation_id(conversation_id)
+        db = await self._ready()
+        return await self._summaries.save(db, conversation_id, text, covers, expected_version)
 
     async def server_version(self) -> str:
         """Return the server's product and version, such as ``Apache Cassandra 5.0.2``."""
