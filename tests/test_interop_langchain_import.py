@@ -20,6 +20,7 @@ from chatmem.interop.langchain_import import (
     langchain_redis_conversations,
     langchain_sql_conversations,
 )
+from chatmem.interop.sources import SourceError
 from tests.conftest import server_url
 
 with warnings.catch_warnings():
@@ -103,3 +104,11 @@ def test_needs_a_repository_that_appends() -> None:
 
     with pytest.raises(TypeError, match="appends"):
         import_conversations([], FourMethods())  # type: ignore[arg-type]
+
+
+def test_missing_tables_are_source_errors(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="langchain-sql: no table 'message_store'"):
+        list(langchain_sql_conversations(f"sqlite:///{tmp_path / 'empty.db'}"))
+    url = server_url("postgresql")
+    with pytest.raises(SourceError, match="langchain-postgres: no table 'chatmem_absent_x'"):
+        list(langchain_postgres_conversations(url, "chatmem_absent_x"))

@@ -21,7 +21,6 @@ from llama_index.storage.chat_store.redis import RedisChatStore
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from chatmem import InMemoryChatMemoryRepository
-from chatmem.interop._importing import SourceError
 from chatmem.interop.llama_index_import import (
     import_conversations,
     llama_index_postgres_conversations,
@@ -29,6 +28,7 @@ from chatmem.interop.llama_index_import import (
     llama_index_simple_conversations,
     llama_index_sql_conversations,
 )
+from chatmem.interop.sources import SourceError
 from tests.conftest import server_url
 
 
@@ -110,7 +110,7 @@ def test_simple_chat_store_file(tmp_path: Path) -> None:
 
 
 def test_unknown_table_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(sqlalchemy.exc.NoSuchTableError):
+    with pytest.raises(SourceError, match="llama-index-sql: no table 'llama_index_memory'"):
         list(llama_index_sql_conversations(f"sqlite:///{tmp_path / 'none.db'}"))
 
 

@@ -40,6 +40,7 @@ from chatmem.interop._common import require
 from chatmem.interop._importing import (
     ImportedConversation,
     ImportReport,
+    SourceError,
     import_conversations,
     stable_id,
 )
@@ -93,10 +94,16 @@ def langchain_postgres_conversations(
         "SELECT session_id, id, message, created_at FROM {} ORDER BY session_id, id"
     ).format(sql.Identifier(table_name))
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
-        rows = connection.execute(query)
-        for session, group in groupby(rows, key=lambda row: str(row[0])):
-            items = [(row_id, message, at) for _, row_id, message, at in group]
-            yield _convert(f"langchain-postgres:{table_name}", session, items)
+        found = connection.execute("SELECT to_regclass(%s)", [f'"{table_name}"']).fetchone()
+        if found is None or found[0] is None:
+            raise SourceError(f"langchain-postgres: no table {table_name!r}")
+        # A server-side cursor: the table is read a few thousand rows per round trip.
+        with connection.cursor(name="chatmem_langchain_import") as rows:
+            rows.itersize = 2000
+            rows.execute(query)
+            for session, group in groupby(rows, key=lambda row: str(row[0])):
+                items = [(row_id, message, at) for _, row_id, message, at in group]
+                yield _convert(f"langchain-postgres:{table_name}", session, items)
 
 
 def langchain_sql_conversations(
@@ -110,7 +117,7 @@ def langchain_sql_conversations(
     """
     sqlalchemy = require("sqlalchemy", "sql")
     engine = sqlalchemy.create_engine(url)
-    table = sqlalchemy.Table(table_name, sqlalchemy.MetaData(), autoload_with=engine)
+    table = _reflect(sqlalchemy, engine, table_name, "langchain-sql")
     query = sqlalchemy.select(table.c.session_id, table.c.id, table.c.message).order_by(
         table.c.session_id, table.c.id
     )
@@ -145,6 +152,15 @@ def langchain_redis_conversations(
             yield _convert(f"langchain-redis:{key_prefix}", session, items)
     finally:
         client.close()
+
+
+def _reflect(sqlalchemy: Any, engine: Any, table_name: str, kind: str) -> Any:
+    """Reflect a source table; a missing one is a :class:`SourceError`."""
+    try:
+        return sqlalchemy.Table(table_name, sqlalchemy.MetaData(), autoload_with=engine)
+    except sqlalchemy.exc.NoSuchTableError:
+        engine.dispose()
+        raise SourceError(f"{kind}: no table {table_name!r}") from None
 
 
 def _glob_escape(text: str) -> str:

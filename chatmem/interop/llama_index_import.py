@@ -99,7 +99,11 @@ def llama_index_sql_conversations(
     """
     sqlalchemy = require("sqlalchemy", "sql")
     engine = sqlalchemy.create_engine(url)
-    table = sqlalchemy.Table(table_name, sqlalchemy.MetaData(), autoload_with=engine)
+    try:
+        table = sqlalchemy.Table(table_name, sqlalchemy.MetaData(), autoload_with=engine)
+    except sqlalchemy.exc.NoSuchTableError:
+        engine.dispose()
+        raise SourceError(f"llama-index-sql: no table {table_name!r}") from None
     query = sqlalchemy.select(table.c.key, table.c.id, table.c.data, table.c.timestamp).order_by(
         table.c.key, table.c.timestamp, table.c.id
     )
