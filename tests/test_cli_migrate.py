@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 from uuid import uuid4
 
 import pytest
@@ -381,3 +382,46 @@ def test_a_registered_reader_that_is_missing_is_a_clear_error(
     monkeypatch.setattr(sources, "SOURCES", {**sources.SOURCES, kind.name: kind})
     with pytest.raises(sources.SourceError, match=r"needs chatmem\.interop\.sources\."):
         sources.read_source("future-kind", "x")
+
+
+def test_from_spring_ai_jdbc_table(tmp_path: Path) -> None:
+    # Spring AI 1.0.1's JdbcChatMemoryRepository writes on Java (the importer tests' writer).
+    # Its table is Spring AI's default one on the shared server, where other tests may write
+    # at the same time: only this test's conversations are checked.
+    import sqlalchemy
+
+    from tests.test_interop_spring_ai_import import _write
+
+    url = server_url("postgresql")
+    parts = urlsplit(url)
+    jdbc = f"jdbc:postgresql://{parts.hostname}:{parts.port}{parts.path}"
+    conversations = [f"spring-mig-{uuid4().hex[:8]}" for _ in range(2)]
+    _write(
+        "jdbc",
+        "SpringAiJdbcWriter.java",
+        jdbc,
+        parts.username or "",
+        parts.password or "",
+        *conversations,
+    )
+    destination = f"sqlite:///{tmp_path / 'chatmem.db'}"
+    try:
+        runner = CliRunner()
+        for _ in range(2):  # the second run stores none of these again
+            result = runner.invoke(app, ["migrate", "--from", "spring-ai-jdbc", url, destination])
+            assert result.exit_code == 0, result.output
+            # Spring AI kept the tool call and its result without ids: left out, and said so.
+            assert "message(s) left out" in result.output
+            for conversation in conversations:
+                stored = _stored(destination, conversation)
+                assert [m.type.value for m in stored] == ["system", "user", "assistant"]
+    finally:
+        engine = sqlalchemy.create_engine(url)
+        with engine.begin() as connection:
+            connection.execute(
+                sqlalchemy.text(
+                    "DELETE FROM spring_ai_chat_memory WHERE conversation_id IN :ids"
+                ).bindparams(sqlalchemy.bindparam("ids", expanding=True)),
+                {"ids": conversations},
+            )
+        engine.dispose()

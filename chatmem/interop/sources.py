@@ -183,7 +183,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
                 "spring_ai_import",
                 "spring_ai_cassandra_conversations",
                 "Cassandra URL",
-                "what Spring AI's Cassandra layout does not keep (see its reader)",
+                "tool calls and results (left out and counted), media, metadata, message ids",
                 keyspace="keyspace",
                 table="table_name",
             ),
@@ -192,7 +192,8 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
                 "spring_ai_import",
                 "spring_ai_mongodb_conversations",
                 "MongoDB URL",
-                "what Spring AI's MongoDB layout does not keep (see its reader)",
+                "tool calls and results (left out and counted), media, message ids, "
+                "message times (the last save's)",
                 collection="collection_name",
             ),
             _kind(
@@ -200,7 +201,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
                 "spring_ai_import",
                 "spring_ai_neo4j_conversations",
                 "Neo4j URL",
-                "what Spring AI's Neo4j layout does not keep (see its reader)",
+                f"message ids, {_NO_TIME}",
             ),
         )
     }
