@@ -583,7 +583,7 @@ class Neo4jFloor(_Positions):
         with self.driver.session(database=self.database) as session:
             session.run(f"DROP INDEX {self.label}_idx").consume()
             session.run(
-                f"MATCH (m:{self.label}) CALL {{ WITH m DETACH DELETE m }} IN TRANSACTIONS"
+                f"MATCH (m:{self.label}) CALL (m) {{ DETACH DELETE m }} IN TRANSACTIONS"
             ).consume()
         self.driver.close()
 
@@ -632,7 +632,7 @@ class AsyncNeo4jFloor(_Positions):
             await (await session.run(f"DROP INDEX {self.label}_idx")).consume()
             await (
                 await session.run(
-                    f"MATCH (m:{self.label}) CALL {{ WITH m DETACH DELETE m }} IN TRANSACTIONS"
+                    f"MATCH (m:{self.label}) CALL (m) {{ DETACH DELETE m }} IN TRANSACTIONS"
                 )
             ).consume()
         await self.driver.close()

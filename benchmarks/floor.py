@@ -149,13 +149,21 @@ def table(directory: Path) -> str:
         "| backend | twin | stored | chatmem ms | floor ms | ratio | load (1 min) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for path in sorted(directory.glob("floor-*.json")):
+    order = ["memory", "sqlite", "postgresql", "mariadb", "redis", "mongodb", "cassandra"]
+    order += ["neo4j"]
+
+    def rank(path: Path) -> tuple[int, bool]:
+        name = path.stem.split("-")[1]
+        return order.index(name) if name in order else 99, path.stem.endswith("async")
+
+    paths = sorted(directory.glob("floor-*.json"), key=rank)
+    for path in paths:
         result = json.loads(path.read_text())
         name = path.stem.removeprefix("floor-").rsplit("-", 1)[0]
         for n, row in result["lengths"].items():
             lines.append(
-                f"| {name} | {result['flavor']} | {int(n):,} | {row['chatmem_ms']:.2f} "
-                f"| {row['floor_ms']:.2f} | {row['ratio']:.2f} | {result['load_average'][0]:.1f} |"
+                f"| {name} | {result['flavor']} | {int(n):,} | {row['chatmem_ms']:.3f} "
+                f"| {row['floor_ms']:.3f} | {row['ratio']:.2f} | {result['load_average'][0]:.1f} |"
             )
     return "\n".join(lines) + "\n"
 
