@@ -185,7 +185,7 @@ def migrate_command(
         ),
     ] = None,
     verify: Annotated[
-        bool, typer.Option(help="Compare message counts of every conversation after copying.")
+        bool, typer.Option(help="Check every conversation in the destination after copying.")
     ] = True,
 ) -> None:
     """Copy every conversation into a backend, from another backend or another library's store.
@@ -245,12 +245,21 @@ def _migrate_from_source(
             fail(f"{redact_url(source_url)}: {unreachable.detail}")
     with open_log(destination_url) as destination, progress_bar(console) as progress:
         task = progress.add_task(f"migrate from {kind}", total=None)
-        report = import_conversations(
-            conversations,
-            destination,
-            verify=verify,
-            on_conversation=lambda _conversation, _new: progress.advance(task),
-        )
+        try:
+            report = import_conversations(
+                conversations,
+                destination,
+                verify=verify,
+                on_conversation=lambda _conversation, _new: progress.advance(task),
+            )
+        except ChatMemError:
+            raise
+        except Exception as exc:  # a driver's error while reading the source: one line
+            progress.stop()
+            fail(
+                f"reading {kind} at {redact_url(source_url)} failed: {type(exc).__name__}: "
+                f"{exc}; conversations already copied stay (re-run to resume)"
+            )
     elapsed = time.perf_counter() - started
     console.print(
         f"Read {report.conversations} conversation(s) from {kind} at {redact_url(source_url)} "
@@ -262,8 +271,8 @@ def _migrate_from_source(
     )
     if report.left_out:
         console.print(
-            f"{report.left_out} stored message(s) left out: the source kept too little of them "
-            f"({SOURCES[kind].loses}).",
+            f"{report.left_out} stored message(s) left out: the source kept too little of "
+            "them to make a message.",
             soft_wrap=True,
         )
     console.print(f"Not kept by {kind}: {SOURCES[kind].loses}.", soft_wrap=True)

@@ -425,3 +425,17 @@ def test_from_spring_ai_jdbc_table(tmp_path: Path) -> None:
                 {"ids": conversations},
             )
         engine.dispose()
+
+
+def test_a_source_driver_error_is_one_line(tmp_path: Path) -> None:
+    parts = urlsplit(server_url("postgresql"))
+    source = f"postgresql://chatmem_nobody:wrong@{parts.hostname}:{parts.port}{parts.path}"
+    result = CliRunner().invoke(
+        app, ["migrate", "--from", "langchain-postgres", source, f"sqlite:///{tmp_path}/d.db"]
+    )
+    assert result.exit_code == 1
+    output = " ".join(result.output.split())
+    assert "reading langchain-postgres at postgresql://chatmem_nobody:***@" in output
+    assert "OperationalError" in output
+    assert "wrong" not in output
+    assert "Traceback" not in output
