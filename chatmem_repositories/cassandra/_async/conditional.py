@@ -127,8 +127,13 @@ class AsyncConditionalWrites:
             items = message_rows(conversation_id, owner, pending, first, expected)
             if mode is not None:
                 items.append((mode, (self.cell_ttl, conversation_id)))
-            listing = self.listing(db, conversation_id)
-            result = await self.send_conditional(db, items, [listing], attempt)
+            # The listing rows are written by the append that starts a conversation (whose
+            # counter it expects unset) and, with a TTL, by every append, which keeps them
+            # alive with it. An append that expects a counter saw the conversation exist,
+            # and the append that started it listed it: re-listing it is work for nothing.
+            listed = not self.ttl and expected is not None
+            alongside = [] if listed else [self.listing(db, conversation_id)]
+            result = await self.send_conditional(db, items, alongside, attempt)
             if result is None:
                 continue
             if result and result[0].get("[applied]"):
@@ -190,7 +195,10 @@ class AsyncConditionalWrites:
         On the ``last`` attempt that timeout is raised instead.
         """
         try:
-            result, *_ = await db.execute_all([db.batch(items), *alongside], write=True)
+            if alongside:
+                result, *_ = await db.execute_all([db.batch(items), *alongside], write=True)
+            else:
+                result = await db.execute(db.batch(items), write=True)
         except RepositoryTimeoutError as exc:
             if last or not is_paxos_contention(exc):
                 raise

@@ -129,8 +129,13 @@ class ConditionalWrites:
             items = message_rows(conversation_id, owner, pending, first, expected)
             if mode is not None:
                 items.append((mode, (self.cell_ttl, conversation_id)))
-            listing = self.listing(db, conversation_id)
-            result = self.send_conditional(db, items, [listing], attempt)
+            # The listing rows are written by the append that starts a conversation (whose
+            # counter it expects unset) and, with a TTL, by every append, which keeps them
+            # alive with it. An append that expects a counter saw the conversation exist,
+            # and the append that started it listed it: re-listing it is work for nothing.
+            listed = not self.ttl and expected is not None
+            alongside = [] if listed else [self.listing(db, conversation_id)]
+            result = self.send_conditional(db, items, alongside, attempt)
             if result is None:
                 continue
             if result and result[0].get("[applied]"):
@@ -192,7 +197,10 @@ class ConditionalWrites:
         On the ``last`` attempt that timeout is raised instead.
         """
         try:
-            result, *_ = db.execute_all([db.batch(items), *alongside], write=True)
+            if alongside:
+                result, *_ = db.execute_all([db.batch(items), *alongside], write=True)
+            else:
+                result = db.execute(db.batch(items), write=True)
         except RepositoryTimeoutError as exc:
             if last or not is_paxos_contention(exc):
                 raise
