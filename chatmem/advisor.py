@@ -61,7 +61,7 @@ class ChatClientRequest:
         Args:
             prompt: The new prompt.
         """
-        return dataclasses.replace(self, prompt=prompt)
+        return self._copy(prompt, self.context)
 
     def with_messages(self, messages: Sequence[Message]) -> ChatClientRequest:
         """Return a copy whose prompt has other messages.
@@ -69,7 +69,7 @@ class ChatClientRequest:
         Args:
             messages: The new messages.
         """
-        return dataclasses.replace(self, prompt=self.prompt.with_messages(messages))
+        return self._copy(self.prompt.with_messages(messages), self.context)
 
     def with_context(self, **values: Any) -> ChatClientRequest:
         """Return a copy with context values added or replaced.
@@ -77,7 +77,14 @@ class ChatClientRequest:
         Args:
             **values: The values.
         """
-        return dataclasses.replace(self, context={**self.context, **values})
+        return self._copy(self.prompt, {**self.context, **values})
+
+    def _copy(self, prompt: Prompt, context: Mapping[str, Any]) -> ChatClientRequest:
+        # Every request copies itself several times; dataclasses.replace looks the fields
+        # up each time, the constructor does not (a subclass may have more fields).
+        if type(self) is ChatClientRequest:
+            return ChatClientRequest(prompt, context, self.tools)
+        return dataclasses.replace(self, prompt=prompt, context=context)
 
 
 @dataclass(frozen=True, slots=True)

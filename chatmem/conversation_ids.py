@@ -37,6 +37,8 @@ MAX_CONVERSATION_ID_LENGTH = 512
 
 _SEPARATOR = ":"
 
+_last_valid: object = object()  # the last id that passed; never None, never a non-string
+
 
 def validate_conversation_id(conversation_id: object) -> str:
     """Check a conversation id and return it unchanged.
@@ -52,6 +54,11 @@ def validate_conversation_id(conversation_id: object) -> str:
             :data:`MAX_CONVERSATION_ID_LENGTH`, or contains a control character or a lone
             surrogate (which no store can encode).
     """
+    global _last_valid
+    if conversation_id is _last_valid and isinstance(conversation_id, str):
+        # The very string object checked last: a request passes its id from the advisor to
+        # the memory to the repository, and each checks it; only the first pays.
+        return conversation_id
     if not isinstance(conversation_id, str):
         raise InvalidConversationIdError(
             f"conversation id must be a string, got {type(conversation_id).__name__}"
@@ -63,11 +70,14 @@ def validate_conversation_id(conversation_id: object) -> str:
             f"conversation id is {len(conversation_id)} characters long; "
             f"the limit is {MAX_CONVERSATION_ID_LENGTH}"
         )
-    for index, char in enumerate(conversation_id):
-        if unicodedata.category(char) in ("Cc", "Cs"):
-            raise InvalidConversationIdError(
-                f"conversation id contains control character U+{ord(char):04X} at index {index}"
-            )
+    if not conversation_id.isprintable():  # printable text has no Cc or Cs character
+        for index, char in enumerate(conversation_id):
+            if unicodedata.category(char) in ("Cc", "Cs"):
+                raise InvalidConversationIdError(
+                    f"conversation id contains control character U+{ord(char):04X} at index {index}"
+                )
+    if type(conversation_id) is str:  # immutable, so a later identical object stays valid
+        _last_valid = conversation_id
     return conversation_id
 
 

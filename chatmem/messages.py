@@ -170,7 +170,13 @@ class _BaseMessage(_Frozen):
         # A lone surrogate cannot be written as UTF-8 by any store or by the JSON codec;
         # refused here, it fails where the message is made, not at a later write or export.
         # One check over every string of the message keeps the common case to one call.
-        strings = list(_strings(self))
+        strings: list[str] = []
+        for value in self.__dict__.values():
+            if isinstance(value, str):
+                strings.append(value)
+            elif value and isinstance(value, list | dict):
+                strings = list(_strings(self))  # tool calls, media or metadata: walk them all
+                break
         try:
             "".join(strings).encode("utf-8")
         except UnicodeEncodeError:

@@ -75,14 +75,20 @@ class ChatOptions:
         """
         if other is None:
             return self
+        names = _OPTION_FIELDS if type(other) is ChatOptions else _field_names(other)
         changes: dict[str, Any] = {
-            f.name: getattr(other, f.name)
-            for f in dataclasses.fields(other)
-            if f.name != "extra" and getattr(other, f.name) is not None
+            name: value for name in names if (value := getattr(other, name)) is not None
         }
         if other.extra:
             changes["extra"] = {**self.extra, **other.extra}
         return dataclasses.replace(self, **changes) if changes else self
+
+
+def _field_names(options: ChatOptions) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(options) if f.name != "extra")
+
+
+_OPTION_FIELDS = _field_names(ChatOptions())
 
 
 @dataclass(frozen=True, slots=True)

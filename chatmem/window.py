@@ -22,15 +22,37 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from chatmem.messages import AssistantMessage, Message, ToolResponseMessage, UserMessage
+from chatmem.messages import (
+    AssistantMessage,
+    Message,
+    MessageType,
+    ToolResponseMessage,
+    UserMessage,
+)
 
-__all__ = ["repair_tool_sequence", "select_window", "split_turns", "split_units"]
+__all__ = ["count_one", "repair_tool_sequence", "select_window", "split_turns", "split_units"]
 
 M = TypeVar("M", bound=Message)
 
+# The hot loops test a message's kind by its ``type`` field: every message class fixes it (a
+# Literal), and it costs a third of an isinstance check against a pydantic model class.
+_USER = MessageType.USER
+_ASSISTANT = MessageType.ASSISTANT
+_TOOL = MessageType.TOOL
 
-def _one(_: Message) -> int:
+
+def count_one(_: Message) -> int:
+    """The size of a message in a message window: 1, whatever it holds.
+
+    :func:`select_window` recognises it and counts groups by their length.
+
+    Args:
+        _: The message.
+    """
     return 1
+
+
+_one = count_one
 
 
 def split_turns(messages: Sequence[Message]) -> list[list[int]]:
@@ -45,11 +67,13 @@ def split_turns(messages: Sequence[Message]) -> list[list[int]]:
         Lists of indices into ``messages``, oldest turn first.
     """
     turns: list[list[int]] = []
+    current: list[int] = []
     for index, message in enumerate(messages):
-        if isinstance(message, UserMessage) or not turns:
-            turns.append([index])
+        if message.type == _USER or not turns:
+            current = [index]
+            turns.append(current)
         else:
-            turns[-1].append(index)
+            current.append(index)
     return turns
 
 
@@ -121,8 +145,21 @@ def select_window(
     """
     if not messages:
         return []
+    if size is count_one:
+        # A message window: the window starts at the oldest user message whose turn and
+        # all later ones fit, which a backward scan over at most ``budget`` messages finds.
+        end = len(messages)
+        start = -1
+        for index in range(end - 1, max(end - budget, 0) - 1, -1):
+            if messages[index].type == _USER:
+                start = index
+        if start >= 0:
+            return repair_tool_sequence(
+                messages[start:], allow_pending_tool_call=allow_pending_tool_call
+            )
+        # No turn start within the budget: the oversized-turn and headless rules below.
     turns = split_turns(messages)
-    headless = not isinstance(messages[turns[0][0]], UserMessage)
+    headless = messages[turns[0][0]].type != _USER
     if headless and (len(turns) > 1 or not history_complete):
         # Messages before the first user message are either the tail of an older turn whose
         # start was not read, or a history that began without a user message. Either way the
@@ -162,6 +199,15 @@ def _oversized_turn(
     return ([head] if head >= 0 else []) + kept
 
 
+def _pairs_tools(messages: Sequence[Message]) -> bool:
+    """Whether any message is a tool response or an assistant message with tool calls."""
+    for message in messages:
+        kind = message.type
+        if kind == _TOOL or (kind == _ASSISTANT and message.tool_calls):  # type: ignore[union-attr]
+            return True
+    return False
+
+
 def repair_tool_sequence(messages: Sequence[M], *, allow_pending_tool_call: bool = True) -> list[M]:
     """Make a message sequence valid for providers that check tool-call pairing.
 
@@ -178,6 +224,8 @@ def repair_tool_sequence(messages: Sequence[M], *, allow_pending_tool_call: bool
     Returns:
         The repaired sequence.
     """
+    if not _pairs_tools(messages):
+        return list(messages)  # no tool call and no tool response: nothing to repair
     result: list[M] = []
     index = 0
     while index < len(messages):

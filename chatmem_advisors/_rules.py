@@ -8,11 +8,13 @@ from typing import Any
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import InvalidConversationIdError, MissingConversationIdError
 from chatmem.memory import CONVERSATION_ID
-from chatmem.messages import Message, SystemMessage
+from chatmem.messages import Message, MessageType
 from chatmem.model import ChatResponse
 from chatmem.window import repair_tool_sequence
 
 __all__ = ["conversation_id_of", "messages_to_save", "messages_to_send"]
+
+_SYSTEM = MessageType.SYSTEM
 
 
 def conversation_id_of(context: Mapping[str, Any], key: str = CONVERSATION_ID) -> str:
@@ -44,13 +46,19 @@ def messages_to_send(
     Returns:
         The messages to send, and the prompt's new (non-system) messages to save later.
     """
-    prompt_system = [m for m in prompt if isinstance(m, SystemMessage)]
-    new: list[Message] = [m for m in prompt if not isinstance(m, SystemMessage)]
-    stored_system = [m for m in memory if isinstance(m, SystemMessage)]
-    history: list[Message] = repair_tool_sequence(
-        [m for m in memory if not isinstance(m, SystemMessage)], allow_pending_tool_call=False
-    )
-    system = prompt_system or stored_system[-1:]
+    prompt_system: list[Message] = []
+    new: list[Message] = []
+    for message in prompt:
+        (prompt_system if message.type == _SYSTEM else new).append(message)
+    stored_system: list[Message] = []
+    chat: list[Message] = []
+    for message in memory:
+        if message.type == _SYSTEM:
+            stored_system = [message]  # the last one wins
+        else:
+            chat.append(message)
+    history = repair_tool_sequence(chat, allow_pending_tool_call=False)
+    system = prompt_system or stored_system
     return [*system, *history, *new], new
 
 

@@ -226,3 +226,21 @@ def test_repair_is_idempotent(history: list[Message]) -> None:
     once = repair_tool_sequence(history)
     assert repair_tool_sequence(once) == once
     assert_valid_sequence(once)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=histories,
+    budget=st.integers(0, 30),
+    complete=st.booleans(),
+    pending=st.booleans(),
+)
+def test_counting_by_message_selects_what_sizing_each_message_selects(
+    history: list[Message], budget: int, complete: bool, pending: bool
+) -> None:
+    # The default size (one per message) takes a backward scan; any other size function
+    # takes the turn-by-turn path. Both must pick the same window.
+    options = {"history_complete": complete, "allow_pending_tool_call": pending}
+    counted = select_window(history, budget=budget, **options)
+    sized = select_window(history, budget=budget, size=lambda _: 1, **options)
+    assert counted == sized

@@ -24,7 +24,7 @@ from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
 from chatmem.tokens import CachedTokenEstimator, TiktokenTokenEstimator, TokenEstimator
-from chatmem.window import select_window
+from chatmem.window import count_one, select_window
 
 __all__ = [
     "AsyncChatMemory",
@@ -134,6 +134,11 @@ class _AsyncWindowMemory:
 
     def _size(self, message: Message) -> int:
         raise NotImplementedError
+
+    @property
+    def _window_size(self) -> Callable[[Message], int]:
+        """The size function handed to window selection."""
+        return self._size
 
     def _first_read_size(self, budget: int) -> int:
         """How many messages the first read asks for, before the system message is known."""
@@ -278,14 +283,17 @@ class _AsyncWindowMemory:
             anchor = await log.find_latest(conversation_id, MessageType.USER)
             if anchor is not None:
                 recent = [anchor, *recent]
-        by_id = {s.message.id: s for s in recent}
         selected = select_window(
             [s.message for s in recent],
             budget=budget,
-            size=self._size,
+            size=self._window_size,
             history_complete=complete,
         )
+        tail = recent[len(recent) - len(selected) :]
+        if all(s.message is m for s, m in zip(tail, selected, strict=True)):
+            return system, tail  # the newest messages as read: nothing dropped or edited
         # Repair may hand back edited copies (fewer tool calls); keep them, with positions.
+        by_id = {s.message.id: s for s in recent}
         return system, [StoredMessage(by_id[m.id].position, m) for m in selected]
 
     async def _evict(self, log: AsyncChatMemoryLog, conversation_id: str) -> None:
@@ -304,7 +312,7 @@ class _AsyncWindowMemory:
             else:
                 chat.append(message)
         budget = self._budget(conversation_id) - (self._size(system) if system else 0)
-        return system, select_window(chat, budget=budget, size=self._size)
+        return system, select_window(chat, budget=budget, size=self._window_size)
 
     async def _add_by_rewrite(self, conversation_id: str, batch: list[Message]) -> None:
         # A repository with only Spring AI's four methods: read, extend, write back.
@@ -388,6 +396,10 @@ class AsyncMessageWindowChatMemory(_AsyncWindowMemory):
 
     def _size(self, message: Message) -> int:
         return 1
+
+    @property
+    def _window_size(self) -> Callable[[Message], int]:
+        return count_one  # selection then counts groups by their length
 
     def _first_read_size(self, budget: int) -> int:
         return budget
