@@ -11,11 +11,13 @@ from chatmem import (
     ChatMemoryLog,
     Message,
     MessageWindowChatMemory,
+    SummaryStore,
+    SystemMessage,
     TokenWindowChatMemory,
     owner_of,
 )
 from chatmem_cli._common import console
-from chatmem_cli._render import created_cell, describe, message_table, type_cell
+from chatmem_cli._render import created_cell, describe, message_table, summary_panel, type_cell
 from chatmem_repositories.settings import ChatMemorySettings, MemoryKind
 
 __all__ = ["list_page", "show_conversation"]
@@ -83,10 +85,13 @@ def show_conversation(
     max_messages: int | None = None,
     history: bool = True,
 ) -> bool:
-    """Print the memory view the model would get, then the full stored history.
+    """Print the memory view the model would get, the summary, then the full stored history.
 
     History rows carry their position and a ``✓`` when the message is in the memory view
     (``~`` when the window sends an edited copy: a tool call without its results dropped).
+    When the repository keeps summaries, the conversation's summary is printed in a box with
+    its version, the position of the last message it covers, and how many stored messages
+    after that are not in it (those in the view, and those waiting to be folded in).
 
     Args:
         repository: Where the conversation lives.
@@ -111,6 +116,7 @@ def show_conversation(
         table.add_row(str(number), type_cell(message), created_cell(message), describe(message))
     console.print(table)
     console.print(f"{len(view)} message(s) would be sent to the model.", style="dim")
+    after_summary = _print_summary(repository, conversation_id, in_view)
     if not history:
         return True
     table = message_table(f"Full history of {conversation_id!r}", marks=True)
@@ -121,14 +127,61 @@ def show_conversation(
             calls += len(message.tool_calls)
         sent = in_view.get(message.id)
         mark = "" if sent is None else ("✓" if sent == message else "~")
+        if (
+            not mark
+            and after_summary is not None
+            and message.id not in after_summary
+            and not isinstance(message, SystemMessage)
+        ):
+            mark = "Σ"
         table.add_row(position, mark, type_cell(message), created_cell(message), describe(message))
     console.print(table)
     console.print(
         f"{total} stored message(s), {calls} tool call(s); {total - len(in_view)} not in the "
-        "memory view (kept as history).",
+        "memory view (kept as history)."
+        + (" Σ: folded into the summary." if after_summary is not None else ""),
         style="dim",
     )
     return True
+
+
+def _print_summary(
+    repository: ChatMemoryLog, conversation_id: str, in_view: dict[str, Message]
+) -> set[str] | None:
+    """Print the summary and what it covers; return the ids stored after it (if there is one)."""
+    if not isinstance(repository, SummaryStore):
+        console.print("Summary: this repository does not keep summaries.", style="dim")
+        return None
+    summary = repository.find_summary(conversation_id)
+    if summary is None:
+        console.print("Summary: no summary (no turn has been folded into one yet).")
+        return None
+    console.print(summary_panel(summary, f"Summary of {conversation_id!r}"))
+    after: set[str] = set()
+    viewed = system = 0
+    position = summary.covers
+    while True:
+        page = repository.find_history(conversation_id, after=position, limit=500)
+        for stored in page:
+            after.add(stored.message.id)
+            if stored.message.id in in_view:
+                viewed += 1
+            elif isinstance(stored.message, SystemMessage):
+                system += 1
+        if len(page) < 500:
+            break
+        position = page[-1].position
+    waiting = len(after) - viewed - system
+    console.print(
+        f"Summary version {summary.version} covers the history up to position "
+        f"{summary.covers}; {len(after)} stored message(s) after it are not in it: {viewed} in "
+        f"the memory view, {waiting} waiting to be folded in"
+        + (f", {system} system" if system else "")
+        + ". A summarizing memory sends it as one more message, after the system message.",
+        style="dim",
+        markup=False,
+    )
+    return after
 
 
 def _stored(repository: ChatMemoryLog, conversation_id: str) -> Iterator[tuple[str, Message]]:

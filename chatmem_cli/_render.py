@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import re
+
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from chatmem import (
     AssistantMessage,
+    ConversationSummary,
     Message,
     SystemMessage,
     ToolResponseMessage,
     UserMessage,
 )
 
-__all__ = ["STYLES", "created_cell", "describe", "message_table", "shorten", "type_cell"]
+__all__ = [
+    "STYLES",
+    "created_cell",
+    "describe",
+    "message_table",
+    "shorten",
+    "summary_panel",
+    "type_cell",
+]
+
+# Control characters other than newline and tab, shown as escapes: stored text must not
+# drive the terminal.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 STYLES = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
 """Colour per message type."""
@@ -86,3 +102,25 @@ def created_cell(message: Message) -> str:
         message: Any message.
     """
     return message.created_at.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def summary_panel(summary: ConversationSummary, title: str) -> Panel:
+    r"""Return a conversation summary's text in a box, as stored (never read as markup).
+
+    Control characters other than newline and tab are shown as ``\xNN`` escapes.
+
+    Args:
+        summary: The stored summary.
+        title: The box's title.
+    """
+    visible = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", summary.text)
+    body = Text(visible) if visible else Text("(empty)", style="dim")
+    return Panel(
+        body,
+        title=Text(title, style="bold"),
+        title_align="left",
+        subtitle=Text(f"version {summary.version}, covers up to position {summary.covers}"),
+        subtitle_align="left",
+        border_style="blue",
+        expand=False,
+    )
