@@ -67,6 +67,13 @@ def _add_usage(total: Usage | None, usage: Usage | None) -> Usage | None:
     return usage if total is None else total + usage
 
 
+def _finished(response: ChatResponse, usage: Usage | None, produced: list[Message]) -> ChatResponse:
+    if type(response) is ChatResponse:  # the constructor: dataclasses.replace is slower
+        generations, model, metadata = response.generations, response.model, response.metadata
+        return ChatResponse(generations, usage, model, produced, metadata)
+    return dataclasses.replace(response, usage=usage, exchange=produced)
+
+
 class _AsyncModelTerminal:
     """The end of every chain: calls the model and runs the tool loop."""
 
@@ -111,7 +118,7 @@ class _AsyncModelTerminal:
             answer = _answer(response)
             produced.append(answer)
             if not answer.tool_calls:
-                final = dataclasses.replace(response, usage=usage, exchange=produced)
+                final = _finished(response, usage, produced)
                 return ChatClientResponse(final, request.context)
             if round_ == self.max_iterations:
                 break

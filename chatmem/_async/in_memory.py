@@ -22,7 +22,7 @@ from chatmem.backend import (
     normalize_ttl,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.messages import Message, MessageType, SystemMessage
+from chatmem.messages import Message, MessageType
 
 __all__ = ["AsyncInMemoryChatMemoryRepository"]
 
@@ -48,7 +48,7 @@ class _Conversation:
         self.next_position += 1
         self.ids.add(message.id)
         self.log.append(stored)
-        if isinstance(message, SystemMessage):
+        if message.type == MessageType.SYSTEM:
             self.system = stored
         else:
             self.chat.append(stored)
@@ -106,7 +106,11 @@ class AsyncInMemoryChatMemoryRepository:
 
     def _get(self, conversation_id: str) -> _Conversation | None:
         conversation = self._conversations.get(validate_conversation_id(conversation_id))
-        if conversation is not None and self._expired(conversation, self._clock()):
+        if (
+            conversation is not None
+            and conversation.expires_at is not None  # no clock read without a ttl
+            and self._expired(conversation, self._clock())
+        ):
             del self._conversations[conversation_id]
             self._summaries.pop(conversation_id, None)
             return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import is_
 from typing import Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel
@@ -184,7 +185,7 @@ class _AsyncWindowMemory:
             await self._add_by_rewrite(conversation_id, batch)
             return
         current: str | None = None
-        if any(isinstance(m, SystemMessage) for m in batch):
+        if any(m.type == MessageType.SYSTEM for m in batch):
             stored = await self._log.find_system_message(conversation_id)
             current = stored.message.text if stored else None  # type: ignore[union-attr]
         fresh = _drop_repeated_system(batch, current)
@@ -283,15 +284,16 @@ class _AsyncWindowMemory:
             anchor = await log.find_latest(conversation_id, MessageType.USER)
             if anchor is not None:
                 recent = [anchor, *recent]
+        read = [s.message for s in recent]
         selected = select_window(
-            [s.message for s in recent],
+            read,
             budget=budget,
             size=self._window_size,
             history_complete=complete,
         )
-        tail = recent[len(recent) - len(selected) :]
-        if all(s.message is m for s, m in zip(tail, selected, strict=True)):
-            return system, tail  # the newest messages as read: nothing dropped or edited
+        start = len(recent) - len(selected)
+        if all(map(is_, read[start:], selected)):
+            return system, recent[start:]  # the newest messages as read: none dropped or edited
         # Repair may hand back edited copies (fewer tool calls); keep them, with positions.
         by_id = {s.message.id: s for s in recent}
         return system, [StoredMessage(by_id[m.id].position, m) for m in selected]

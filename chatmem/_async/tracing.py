@@ -121,6 +121,8 @@ class AsyncTracedRepository:
         self, conversation_id: str, messages: Sequence[Message]
     ) -> list[StoredMessage]:
         """See :meth:`~chatmem.AsyncChatMemoryLog.append`."""
+        if not active():  # the per-turn calls skip even an empty span
+            return await self._log.append(conversation_id, messages)
         with self._span("append"):
             return await self._log.append(conversation_id, messages)
 
@@ -187,8 +189,11 @@ class AsyncTracedRepository:
         self, conversation_id: str, limit: int
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
         """See :class:`~chatmem.AsyncWindowReader`."""
+        reader = cast(AsyncWindowReader, self.inner)
+        if not active():
+            return await reader.find_window(conversation_id, limit)
         with self._span("find_window"):
-            return await cast(AsyncWindowReader, self.inner).find_window(conversation_id, limit)
+            return await reader.find_window(conversation_id, limit)
 
     async def aclose(self) -> None:
         """Close the repository."""

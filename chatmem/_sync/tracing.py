@@ -121,6 +121,8 @@ class TracedRepository:
 
     def append(self, conversation_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
         """See :meth:`~chatmem.ChatMemoryLog.append`."""
+        if not active():  # the per-turn calls skip even an empty span
+            return self._log.append(conversation_id, messages)
         with self._span("append"):
             return self._log.append(conversation_id, messages)
 
@@ -185,8 +187,11 @@ class TracedRepository:
         self, conversation_id: str, limit: int
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
         """See :class:`~chatmem.WindowReader`."""
+        reader = cast(WindowReader, self.inner)
+        if not active():
+            return reader.find_window(conversation_id, limit)
         with self._span("find_window"):
-            return cast(WindowReader, self.inner).find_window(conversation_id, limit)
+            return reader.find_window(conversation_id, limit)
 
     def close(self) -> None:
         """Close the repository."""
