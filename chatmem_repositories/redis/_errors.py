@@ -15,12 +15,36 @@ from chatmem.exceptions import (
     RepositoryWriteTimeoutError,
 )
 
-__all__ = ["BACKEND", "RETRYABLE", "never_sent", "translate_error", "translate_errors"]
+__all__ = [
+    "BACKEND",
+    "CLUSTER_UNAVAILABLE",
+    "DRIVER_ERRORS",
+    "RETRYABLE",
+    "never_sent",
+    "translate_error",
+    "translate_errors",
+]
 
 BACKEND = "redis"
 
-RETRYABLE = (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError)
-"""Connection failures and timeouts: the call may succeed if made again."""
+CLUSTER_UNAVAILABLE = (
+    redis_errors.ClusterError,  # CLUSTERDOWN, MASTERDOWN, or redirections without end
+    redis_errors.TryAgainError,  # a multi-key script while its slot is being migrated
+    redis_errors.SlotNotCoveredError,  # the client's slot table has a hole (failover)
+)
+"""Redis Cluster refused the command without running it: failover, resharding, no quorum."""
+
+RETRYABLE = (
+    redis_errors.ConnectionError,
+    redis_errors.TimeoutError,
+    OSError,
+    *CLUSTER_UNAVAILABLE,
+)
+"""Connection failures, timeouts and a cluster that refused: the call may succeed if made
+again."""
+
+DRIVER_ERRORS = (redis_errors.RedisError, redis_errors.RedisClusterException, OSError)
+"""Everything redis-py raises for a failed call (its cluster errors have a base of their own)."""
 
 
 def never_sent(exc: BaseException) -> bool:
@@ -30,7 +54,7 @@ def never_sent(exc: BaseException) -> bool:
     was free in the pool. Anything else (a reset, a closed connection, no answer in time)
     may have come after the command was sent.
     """
-    if isinstance(exc, redis_errors.MaxConnectionsError):
+    if isinstance(exc, (redis_errors.MaxConnectionsError, *CLUSTER_UNAVAILABLE)):
         return True
     return isinstance(exc, RETRYABLE) and "connecting to" in str(exc)
 
@@ -49,6 +73,12 @@ def translate_error(
             :class:`~chatmem.exceptions.RepositoryWriteTimeoutError`.
     """
     again = "; the write may have been applied: send it again" if unknown else ""
+    if isinstance(exc, CLUSTER_UNAVAILABLE) or (
+        isinstance(exc, redis_errors.RedisClusterException) and "cannot be connected" in str(exc)
+    ):
+        return RepositoryConnectionError(
+            f"redis cluster at {server} is unavailable while {action}: {exc}", backend=BACKEND
+        )
     if isinstance(exc, redis_errors.TimeoutError | TimeoutError):
         timeout = RepositoryWriteTimeoutError if unknown else RepositoryTimeoutError
         return timeout(
@@ -71,5 +101,5 @@ def translate_errors(server: str, action: str) -> Iterator[None]:
     """
     try:
         yield
-    except (redis_errors.RedisError, OSError) as exc:
+    except DRIVER_ERRORS as exc:
         raise translate_error(exc, server, action) from exc

@@ -3,6 +3,9 @@
 The URL option rule (see :func:`~chatmem_repositories._options.parse_url_options`): a query
 parameter is one of :class:`RedisOptions` or one of :data:`DRIVER_PARAMETERS`, which stay in
 the URL for redis-py to read; any other redis-py argument goes in ``driver_options={...}``.
+
+A ``redis+cluster://`` (or ``rediss+cluster://``) URL selects Redis Cluster: its comma-separated
+``host:port`` seed nodes become redis-py ``RedisCluster`` startup nodes.
 """
 
 from __future__ import annotations
@@ -26,13 +29,19 @@ from chatmem_repositories.redis._errors import BACKEND
 from chatmem_repositories.redis._schema import check_key_prefix
 
 __all__ = [
+    "CLUSTER_SCHEMES",
     "DRIVER_PARAMETERS",
     "RENAMED",
     "RedisOptions",
     "check_server_url",
+    "cluster_seeds",
+    "is_cluster_url",
     "parse_url",
     "with_db",
 ]
+
+CLUSTER_SCHEMES: dict[str, str] = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+"""URL schemes that select Redis Cluster, and the scheme redis-py reads for each node."""
 
 DRIVER_PARAMETERS: tuple[str, ...] = (
     "client_name",
@@ -74,14 +83,60 @@ def check_server_url(url: str) -> str:
     hosts = parts.netloc.rpartition("@")[2]
     if "," in hosts:
         raise ConfigurationError(
-            f"a Redis URL names one server, got several in {redact_url(url)!r}; for Sentinel, "
-            "pass Sentinel(...).master_for(...) as the repository's client"
+            f"a Redis URL names one server, got several in {redact_url(url)!r}; for Redis "
+            "Cluster use redis+cluster://host:port,host:port; for Sentinel, pass "
+            "Sentinel(...).master_for(...) as the repository's client"
         )
     try:
         parts.port  # noqa: B018 - urllib checks the port only when it is read
     except ValueError as exc:
         raise ConfigurationError(f"bad port in Redis URL {redact_url(url)!r}: {exc}") from None
     return url
+
+
+def is_cluster_url(url: str) -> bool:
+    """Whether ``url`` selects Redis Cluster (``redis+cluster://`` or ``rediss+cluster://``)."""
+    return split_url(url).scheme.lower() in CLUSTER_SCHEMES
+
+
+def cluster_seeds(url: str) -> list[tuple[str, int]]:
+    """The seed nodes of a ``redis+cluster://h1:p1,h2:p2`` URL, as (host, port) pairs.
+
+    A port left out is 6379. ``[::1]:7000`` names an IPv6 node.
+
+    Raises:
+        ConfigurationError: For an empty host or a malformed port.
+    """
+    hosts = split_url(url).netloc.rpartition("@")[2]
+    seeds = []
+    for host in hosts.split(","):
+        node = split_url(f"//{host.strip()}")
+        try:
+            port = node.port or 6379
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"bad port in Redis Cluster URL {redact_url(url)!r}: {exc}"
+            ) from None
+        if not node.hostname:
+            raise ConfigurationError(
+                f"a Redis Cluster URL lists seed nodes as host:port,host:port; got an empty "
+                f"one in {redact_url(url)!r}"
+            )
+        seeds.append((node.hostname, port))
+    return seeds
+
+
+def _first_node_url(url: str) -> str:
+    """The cluster URL as a plain one for redis-py: its first seed, no database."""
+    parts = split_url(url)
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    if parts.path not in ("", "/", "/0"):
+        raise ConfigurationError(
+            f"Redis Cluster has only database 0, got the path {parts.path!r} in {redact_url(url)!r}"
+        )
+    scheme = CLUSTER_SCHEMES[parts.scheme.lower()]
+    netloc = f"{userinfo}{at}{hosts.split(',')[0].strip()}"
+    return urlunsplit(parts._replace(scheme=scheme, netloc=netloc, path=""))
 
 
 def with_db(url: str, db: int | None) -> str:
@@ -115,6 +170,10 @@ class RedisOptions(BaseModel):
     history_scan_budget: PositiveInt = 5000
     """Most messages one ``find_history`` round trip examines when filtering by text or by
     several criteria; longer scans continue in further round trips."""
+    cluster_buckets: PositiveInt = 64
+    """Redis Cluster only: how many hash-tag groups the conversation index is split into (each
+    bucket is one slot, holding its conversations and their index). Every client of one
+    ``key_prefix`` must use the same number: it decides where a conversation's keys live."""
 
     @field_validator("key_prefix")
     @classmethod
@@ -131,15 +190,20 @@ class RedisOptions(BaseModel):
 
 
 def parse_url(url: str, keyword_options: dict[str, Any]) -> ParsedUrl[RedisOptions]:
-    """Apply the URL option rule to a ``redis://`` or ``rediss://`` URL and keyword options.
+    """Apply the URL option rule to a Redis URL and keyword options.
+
+    ``redis://`` and ``rediss://`` name one server; ``redis+cluster://`` and
+    ``rediss+cluster://`` name seed nodes of a Redis Cluster (see :func:`cluster_seeds`).
 
     Returns:
-        The URL for redis-py (declared driver parameters kept, ``db`` applied to the path),
-        chatmem's options, and the driver's keyword arguments.
+        The URL for redis-py (declared driver parameters kept, ``db`` applied to the path; for
+        a cluster, a ``redis://`` URL of its first seed node), chatmem's options, and the
+        driver's keyword arguments.
 
     Raises:
         ConfigurationError: For an unknown option (with did-you-mean), a bad value, a
-            malformed port or IPv6 address, or several hosts.
+            malformed port or IPv6 address, several hosts in a single-server URL, a database
+            other than 0 for a cluster, or ``cluster_buckets`` without a cluster.
     """
     parsed = parse_url_options(
         RedisOptions,
@@ -149,7 +213,19 @@ def parse_url(url: str, keyword_options: dict[str, Any]) -> ParsedUrl[RedisOptio
         driver_parameters=DRIVER_PARAMETERS,
         renamed=RENAMED,
     )
-    base = with_db(check_server_url(parsed.url), parsed.options.db)
+    if is_cluster_url(parsed.url):
+        if parsed.options.db not in (None, 0):
+            raise ConfigurationError(
+                f"Redis Cluster has only database 0, got db={parsed.options.db}"
+            )
+        cluster_seeds(parsed.url)  # checks every seed
+        base = _first_node_url(parsed.url)
+    else:
+        if "cluster_buckets" in parsed.options.model_fields_set:
+            raise ConfigurationError(
+                "cluster_buckets applies to Redis Cluster only: use a redis+cluster:// URL"
+            )
+        base = with_db(check_server_url(parsed.url), parsed.options.db)
     tls_only = sorted(
         name
         for name in (*parsed.url_driver_parameters, *parsed.driver_options)

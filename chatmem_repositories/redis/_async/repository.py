@@ -1,4 +1,4 @@
-"""The Redis repository, on plain Redis 7 through redis-py."""
+"""The Redis repository, on plain Redis 7 (one server or a Redis Cluster) through redis-py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
 from redis.backoff import ExponentialBackoff, NoBackoff
-from redis.exceptions import RedisError
 
 from chatmem.backend import (
     ConversationPage,
@@ -36,14 +35,22 @@ from chatmem_repositories.redis._codec import (
     server_product,
     stored_from_pairs,
 )
-from chatmem_repositories.redis._drivers import AsyncRedis, AsyncRetry, AsyncScript
+from chatmem_repositories.redis._drivers import (
+    AsyncRedis,
+    AsyncRedisCluster,
+    AsyncRetry,
+    AsyncScript,
+    async_cluster_node,
+    async_discover,
+)
 from chatmem_repositories.redis._errors import (
+    DRIVER_ERRORS,
     RETRYABLE,
     never_sent,
     translate_error,
     translate_errors,
 )
-from chatmem_repositories.redis._options import parse_url
+from chatmem_repositories.redis._options import cluster_seeds, is_cluster_url, parse_url
 from chatmem_repositories.redis._schema import KeyLayout, escape_key_part, expiry_member
 
 __all__ = ["AsyncRedisChatMemoryRepository"]
@@ -53,7 +60,9 @@ T = TypeVar("T")
 _TYPE_KEY = {"system": 7, "user": 8, "assistant": 9, "tool": 10}  # index into the eleven keys
 
 
-def _server_of(client: AsyncRedis) -> str:
+def _server_of(client: AsyncRedis | AsyncRedisCluster) -> str:
+    if isinstance(client, AsyncRedisCluster):
+        return "cluster " + ",".join(client.nodes_manager.startup_nodes)
     kwargs = client.connection_pool.connection_kwargs
     if "path" in kwargs:
         return str(kwargs["path"])
@@ -63,8 +72,10 @@ def _server_of(client: AsyncRedis) -> str:
 class AsyncRedisChatMemoryRepository:
     """Stores conversations in plain Redis 7 (no modules), through redis-py.
 
-    Every call is one Lua script or one command, so each is atomic and one round trip.
-    See ``docs/backends/redis.md`` for the key layout. Keeps summaries
+    Every call on a conversation is one Lua script or one command, so each is atomic and one
+    round trip. On Redis Cluster (a ``RedisCluster`` client, or a ``redis+cluster://`` URL)
+    every script stays in one slot; listing and purging read every index bucket (one
+    pipeline). See ``docs/backends/redis.md`` for the key layout. Keeps summaries
     (:class:`~chatmem.repository.AsyncSummaryStore`) in the conversation's meta hash, so a
     summary expires and is deleted with its conversation (``save_all`` drops it too).
 
@@ -78,7 +89,9 @@ class AsyncRedisChatMemoryRepository:
 
     Args:
         client: A redis-py client (``redis.asyncio.Redis`` for the async repository,
-            ``redis.Redis`` for the sync one). It is not closed by :meth:`aclose`.
+            ``redis.Redis`` for the sync one), or their Redis Cluster clients
+            (``redis.asyncio.cluster.RedisCluster``, ``redis.cluster.RedisCluster``). It is
+            not closed by :meth:`aclose`.
         key_prefix: Prefix of every key.
         ttl: Expire a conversation this long after its last append; ``None``: never. The
             server's clock decides (Redis key expiry and ``TIME`` in the scripts), so the
@@ -86,6 +99,9 @@ class AsyncRedisChatMemoryRepository:
         history_scan_budget: Most messages one history round trip examines.
         retries: Attempts after a connection failure or timeout, on top of the first. Leave
             0 for a client that retries by itself.
+        cluster_buckets: With a Redis Cluster client, how many hash-tag groups the
+            conversation index is split into; every client of one ``key_prefix`` must use the
+            same number. Ignored on a single server.
     """
 
     db_system: ClassVar[str] = "redis"
@@ -93,16 +109,19 @@ class AsyncRedisChatMemoryRepository:
 
     def __init__(
         self,
-        client: AsyncRedis,
+        client: AsyncRedis | AsyncRedisCluster,
         *,
         key_prefix: str = "chatmem",
         ttl: timedelta | float | None = None,
         history_scan_budget: int = 5000,
         retries: int = 0,
+        cluster_buckets: int = 64,
     ) -> None:
         self._client = client
         self._owns_client = False
-        self._keys = KeyLayout(key_prefix)
+        clustered = isinstance(client, AsyncRedisCluster)
+        self._discovered = not clustered
+        self._keys = KeyLayout(key_prefix, cluster_buckets if clustered else 0)
         self._ttl = normalize_ttl(ttl)
         self._ttl_ms = 0 if self._ttl is None else max(1, int(self._ttl.total_seconds() * 1000))
         self._budget = check_limit(history_scan_budget) or 1
@@ -115,12 +134,16 @@ class AsyncRedisChatMemoryRepository:
         # even its "cannot connect" may follow an attempt that was sent.
         self._retries = check_limit(retries)
         self._backoff = ExponentialBackoff(cap=0.5, base=0.05)
-        retry = getattr(client, "get_retry", lambda: None)()
+        retry = getattr(client, "get_retry", lambda: getattr(client, "retry", None))()
         self._client_retries = bool(retry is not None and retry.get_retries())
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncRedisChatMemoryRepository:
-        """Create a repository that owns a new client for ``redis://`` or ``rediss://``.
+        """Create a repository that owns a new client for a Redis URL.
+
+        ``redis://`` and ``rediss://`` (TLS) name one server; ``redis+cluster://h1:p1,h2:p2``
+        and ``rediss+cluster://...`` name seed nodes of a Redis Cluster (redis-py's
+        ``RedisCluster`` finds the others).
 
         A query parameter is one of chatmem's options
         (:class:`~chatmem_repositories.redis.RedisOptions`) or one of the redis-py parameters
@@ -129,21 +152,28 @@ class AsyncRedisChatMemoryRepository:
         else is an error naming it. Other redis-py arguments go in ``driver_options``.
 
         Args:
-            url: Such as ``redis://user:secret@host:6379/0?key_prefix=app&ttl=3600``.
+            url: Such as ``redis://user:secret@host:6379/0?key_prefix=app&ttl=3600`` or
+                ``redis+cluster://10.0.0.1:6379,10.0.0.2:6379?ttl=3600``.
             **options: chatmem's options, declared driver parameters, and
                 ``driver_options={...}``; they win over the URL's query.
 
         Raises:
             ConfigurationError: For an unknown option (naming it, with a suggestion), a bad
-                value, a malformed port or IPv6 address, or several hosts.
+                value, a malformed port or IPv6 address, several hosts in a single-server
+                URL, or a database other than 0 on a cluster.
         """
         parsed = parse_url(url, options)
+        kwargs = {**parsed.options.client_kwargs(), **parsed.driver_options}
+        client: AsyncRedis | AsyncRedisCluster
         try:
-            client = AsyncRedis.from_url(
-                parsed.url,
-                retry=AsyncRetry(NoBackoff(), 0),
-                **{**parsed.options.client_kwargs(), **parsed.driver_options},
-            )
+            if is_cluster_url(url):
+                # The first seed is in parsed.url; the others are startup nodes too.
+                seeds = [async_cluster_node(host, port) for host, port in cluster_seeds(url)[1:]]
+                client = AsyncRedisCluster.from_url(
+                    parsed.url, startup_nodes=seeds, retry=AsyncRetry(NoBackoff(), 0), **kwargs
+                )
+            else:
+                client = AsyncRedis.from_url(parsed.url, retry=AsyncRetry(NoBackoff(), 0), **kwargs)
         except ValueError as exc:  # redis-py's reading of a driver parameter's value
             raise ConfigurationError(
                 f"invalid Redis URL {redact_url(url)!r}: {scrub(str(exc), url)}"
@@ -154,6 +184,7 @@ class AsyncRedisChatMemoryRepository:
             ttl=parsed.options.ttl,
             history_scan_budget=parsed.options.history_scan_budget,
             retries=parsed.options.retries,
+            cluster_buckets=parsed.options.cluster_buckets,
         )
         repository._owns_client = True
         # Retries are left to _call, which knows whether a failed attempt was sent.
@@ -190,6 +221,9 @@ class AsyncRedisChatMemoryRepository:
         maybe_applied = False
         while True:
             try:
+                if not self._discovered:
+                    await async_discover(self._client)
+                    self._discovered = True
                 return await call()
             except RETRYABLE as exc:
                 sent = self._client_retries or not never_sent(exc)
@@ -197,7 +231,7 @@ class AsyncRedisChatMemoryRepository:
                 failures += 1
                 if failures > self._retries:
                     raise translate_error(exc, self._server, action, unknown=maybe_applied) from exc
-            except RedisError as exc:
+            except DRIVER_ERRORS as exc:
                 raise translate_error(exc, self._server, action) from exc
             await async_sleep(self._backoff.compute(failures))
 
@@ -211,9 +245,7 @@ class AsyncRedisChatMemoryRepository:
     def _append_keys(self, conversation_id: str) -> list[str]:
         return [
             *self._keys.conversation(conversation_id),
-            self._keys.conversations,
-            self._keys.expiry,
-            self._keys.owner(owner_of(conversation_id)),
+            *self._keys.index_keys(conversation_id, owner_of(conversation_id)),
         ]
 
     def _append_args(self, conversation_id: str, messages: Sequence[Message]) -> list[Any]:
@@ -221,19 +253,49 @@ class AsyncRedisChatMemoryRepository:
         owner_part = "" if owner is None else escape_key_part(owner)
         return [self._ttl_ms, conversation_id, owner_part, len(messages), *append_args(messages)]
 
-    async def _index(self, mode: str, index: str, cursor: str | None, limit: int) -> Any:
-        keys = [index, self._keys.conversations, self._keys.expiry]
-        args = [self._keys.owner_prefix, mode, "" if cursor is None else "1", cursor or "", limit]
-        if mode == "purge":
-            return await self._run("purging expired conversations", "INDEX", keys, args, write=True)
-        return await self._run("listing conversations", "INDEX", keys, args)
+    async def _index(
+        self, mode: str, owner: str | None, cursor: str | None, limit: int
+    ) -> list[Any]:
+        # One INDEX script per bucket: on a single server the one index, on a cluster every
+        # bucket, sent as one pipeline (redis-py groups it by node and follows redirections).
+        calls = []
+        for bucket in self._keys.all_buckets():
+            conversations = self._keys.conversations_in(bucket)
+            index = conversations if owner is None else self._keys.owner_in(owner, bucket)
+            keys = [index, conversations, self._keys.expiry_in(bucket)]
+            args = [
+                self._keys.owner_prefix_in(bucket),
+                mode,
+                "" if cursor is None else "1",
+                cursor or "",
+                limit,
+            ]
+            calls.append((keys, args))
+        purge = mode == "purge"
+        action = "purging expired conversations" if purge else "listing conversations"
+        if len(calls) == 1:
+            return [await self._run(action, "INDEX", *calls[0], write=purge)]
+        return await self._call(action, lambda: self._fan_out(_scripts.INDEX, calls), write=purge)
+
+    async def _fan_out(self, script: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        # EVAL, not EVALSHA: a node promoted by a failover has an empty script cache, and a
+        # cluster pipeline cannot load scripts. The server caches the compiled script anyway.
+        pipeline = self._client.pipeline()
+        for keys, args in calls:
+            pipeline.execute_command("EVAL", script, len(keys), *keys, *args)
+        return list(await pipeline.execute())
+
+    @staticmethod
+    def _merged(replies: list[Any], limit: int | None) -> list[str]:
+        # Every bucket answered in id order (Redis compares bytes); merge them the same way.
+        ids = sorted({as_text(member).encode() for reply in replies for member in reply})
+        return [member.decode() for member in (ids if limit is None else ids[: limit + 1])]
 
     # -- Spring AI's four methods -----------------------------------------------------------
 
     async def find_conversation_ids(self) -> list[str]:
         """Return the ids of all live conversations, in id order."""
-        reply = await self._index("all", self._keys.conversations, None, 0)
-        return [as_text(member) for member in reply]
+        return self._merged(await self._index("all", None, None, 0), None)
 
     async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
         """Return a conversation's whole history in order, or ``[]``."""
@@ -337,9 +399,8 @@ class AsyncRedisChatMemoryRepository:
     ) -> ConversationPage:
         """Return a page of live conversation ids in id order, optionally of one owner."""
         check_limit(limit)
-        index = self._keys.conversations if owner is None else self._keys.owner(owner)
-        reply = await self._index("page", index, cursor, limit)
-        return conversation_page([as_text(member) for member in reply], limit)
+        replies = await self._index("page", owner, cursor, limit)
+        return conversation_page(self._merged(replies, limit), limit)
 
     async def find_history(
         self,
@@ -402,7 +463,7 @@ class AsyncRedisChatMemoryRepository:
         Returns:
             How many expired conversations were removed from the indexes.
         """
-        return as_int(await self._index("purge", self._keys.conversations, None, 0))
+        return sum(as_int(reply) for reply in await self._index("purge", None, None, 0))
 
     # -- summaries ------------------------------------------------------------------------------
 

@@ -1,0 +1,107 @@
+"""The conformance suites on a real six-node Redis Cluster, sync and async.
+
+The repository conformance, the concurrent history checker and the summary-store conformance,
+each through a ``redis+cluster://`` URL (scripts/servers/redis-cluster/start.sh).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from chatmem.backend import Position
+from chatmem.testing import (
+    AsyncHistoryCheckerConformance,
+    AsyncRepositoryConformance,
+    AsyncSummaryConformance,
+    HistoryCheckerConformance,
+    RepositoryConformance,
+    SummaryConformance,
+)
+from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
+from chatmem_repositories.redis._schema import KeyLayout
+from tests.conftest import server_url
+
+PREFIX = f"chatmem-cluster-{uuid.uuid4().hex[:8]}"
+
+
+def drop_prefix(url: str, prefix: str) -> None:
+    """Delete every key under ``prefix`` on every master of the cluster."""
+    with RedisCluster.from_url(url.replace("redis+cluster://", "redis://").split(",")[0]) as client:
+        for node in client.get_primaries():
+            with redis.Redis(host=node.host, port=node.port) as raw:
+                keys = list(raw.scan_iter(match=f"{{{prefix}:*", count=1000))
+                with raw.pipeline(transaction=False) as pipeline:
+                    for key in keys:  # one key per DEL: the keys span slots
+                        pipeline.delete(key)
+                    pipeline.execute()
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    url = server_url("redis_cluster")
+    yield url
+    drop_prefix(url, PREFIX)
+
+
+def _msgs_key(conversation_id: str) -> str:
+    return KeyLayout(PREFIX, 64).conversation(conversation_id)[1]
+
+
+class TestRedisClusterAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+    @pytest.fixture
+    def repository_factory(
+        self, cluster_url: str
+    ) -> Callable[..., Awaitable[AsyncRedisChatMemoryRepository]]:
+        async def factory(**options: Any) -> AsyncRedisChatMemoryRepository:
+            return AsyncRedisChatMemoryRepository.from_url(
+                cluster_url, key_prefix=PREFIX, **options
+            )
+
+        return factory
+
+    async def corrupt_stored_message(
+        self, repository: Any, conversation_id: str, position: Position
+    ) -> None:
+        await repository._client.hset(_msgs_key(conversation_id), str(position), b"\xff{not json")
+
+
+class TestRedisClusterSync(RepositoryConformance, HistoryCheckerConformance):
+    @pytest.fixture
+    def repository_factory(self, cluster_url: str) -> Callable[..., RedisChatMemoryRepository]:
+        def factory(**options: Any) -> RedisChatMemoryRepository:
+            return RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX, **options)
+
+        return factory
+
+    def corrupt_stored_message(
+        self, repository: Any, conversation_id: str, position: Position
+    ) -> None:
+        repository._client.hset(_msgs_key(conversation_id), str(position), b"\xff{not json")
+
+
+class TestRedisClusterSummariesAsync(AsyncSummaryConformance):
+    @pytest.fixture
+    def repository_factory(
+        self, cluster_url: str
+    ) -> Callable[..., Awaitable[AsyncRedisChatMemoryRepository]]:
+        async def factory(**options: Any) -> AsyncRedisChatMemoryRepository:
+            return AsyncRedisChatMemoryRepository.from_url(
+                cluster_url, key_prefix=PREFIX, **options
+            )
+
+        return factory
+
+
+class TestRedisClusterSummariesSync(SummaryConformance):
+    @pytest.fixture
+    def repository_factory(self, cluster_url: str) -> Callable[..., RedisChatMemoryRepository]:
+        def factory(**options: Any) -> RedisChatMemoryRepository:
+            return RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX, **options)
+
+        return factory
