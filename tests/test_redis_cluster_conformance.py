@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import redis
-from redis.cluster import RedisCluster
+from redis.cluster import ClusterNode, RedisCluster
 
 from chatmem.backend import Position
 from chatmem.testing import (
@@ -24,6 +24,7 @@ from chatmem.testing import (
     SummaryConformance,
 )
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
+from chatmem_repositories.redis._options import cluster_seeds
 from chatmem_repositories.redis._schema import KeyLayout
 from tests.conftest import server_url
 
@@ -32,7 +33,8 @@ PREFIX = f"chatmem-cluster-{uuid.uuid4().hex[:8]}"
 
 def drop_prefix(url: str, prefix: str) -> None:
     """Delete every key under ``prefix`` on every master of the cluster."""
-    with RedisCluster.from_url(url.replace("redis+cluster://", "redis://").split(",")[0]) as client:
+    seeds = [ClusterNode(host, port) for host, port in cluster_seeds(url)]
+    with RedisCluster(startup_nodes=seeds) as client:
         for node in client.get_primaries():
             with redis.Redis(host=node.host, port=node.port) as raw:
                 keys = list(raw.scan_iter(match=f"{{{prefix}:*", count=1000))
