@@ -82,6 +82,10 @@ def _connect_args(url: URL, timeout: timedelta, read_timeout: timedelta) -> dict
         # get the repository's deadline instead (install_deadlines).
         reply = read_timeout.total_seconds()
         args = {"connect_timeout": seconds, "read_timeout": reply, "write_timeout": reply}
+    elif driver == "mysqldb":
+        # mysqlclient (libmariadb) takes whole seconds for its socket timeouts.
+        reply = max(1, round(read_timeout.total_seconds()))
+        args = {"connect_timeout": seconds, "read_timeout": reply, "write_timeout": reply}
     elif driver in ("aiomysql", "asyncmy"):
         args = {"connect_timeout": seconds}
     elif driver == "asyncpg":
@@ -246,7 +250,8 @@ def _aiomysql_socket(driver_connection: Any) -> int | None:
     return None if sock is None else int(sock.fileno())
 
 
-# The network drivers that wait for an answer forever (pymysql has its own read_timeout).
+# The network drivers that wait for an answer forever (pymysql and mysqlclient have their
+# own read_timeout).
 _SOCKETS: dict[str, Callable[[Any], int | None]] = {
     "psycopg": _psycopg_socket,
     "psycopg_async": _psycopg_socket,

@@ -174,6 +174,7 @@ class AsyncRunner:
                 except sa_exc.IntegrityError:
                     answer = False
             else:
-                executed = await connection.execute(step.statement)
+                executed = await connection.execute(step.statement, step.params)
                 rows = list(executed.all()) if executed.returns_rows else []
-                answer = Reply(rows, executed.rowcount)
+                lastrowid = executed.lastrowid if step.lastrowid else None
+                answer = Reply(rows, executed.rowcount, lastrowid)

@@ -13,10 +13,25 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import CompoundSelect, Delete, null, select, text, union_all
+from sqlalchemy import (
+    CompoundSelect,
+    Delete,
+    Insert,
+    Integer,
+    and_,
+    bindparam,
+    case,
+    func,
+    null,
+    select,
+    text,
+    union_all,
+)
 from sqlalchemy.dialects import mysql
 
-from chatmem_repositories.sql._codec import INSERT_CHUNK, Batch, id_text
+from chatmem.backend import StoredMessage
+from chatmem.conversation_ids import owner_of
+from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, id_text, stored_in
 from chatmem_repositories.sql._plans.base import PURGE_BATCH, Plan
 from chatmem_repositories.sql._plans.steps import Body, Execute, Program, Query, Transaction
 
@@ -26,10 +41,17 @@ __all__ = ["MysqlPlan"]
 class MysqlPlan(Plan):
     """Every operation on MySQL and MariaDB (InnoDB).
 
-    An append is one transaction: ``INSERT ... ON DUPLICATE KEY UPDATE`` (locks the row and
-    reserves positions), one ``SELECT`` that reads the counter and which of the batch's ids
-    are stored already, one ``INSERT`` of the others, and the commit.
+    An append of up to :data:`INSERT_CHUNK` messages is one transaction of two statements
+    and the commit: ``INSERT ... ON DUPLICATE KEY UPDATE`` locks the row and reserves the
+    positions, and hands the new counter back through ``LAST_INSERT_ID(expr)`` (the driver
+    reads it from the statement's OK packet, so no ``SELECT`` follows); then ``INSERT
+    IGNORE`` stores the messages whose id is not stored yet. Only when it stored fewer rows
+    than it was given does one more ``SELECT`` read which positions it filled. Both
+    statements are built once per plan, with bound parameters. A bigger batch reserves, then
+    reads the counter and the stored ids, then inserts the others.
     """
+
+    _reserve_statements: dict[bool, Insert] | None = None
 
     @property
     def db_system(self) -> str:
@@ -44,6 +66,104 @@ class MysqlPlan(Plan):
         if "mariadb" in version.lower():
             return f"MariaDB {version.split('-MariaDB')[0]}"
         return f"MySQL {version}"
+
+    def _append(
+        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+    ) -> Body[list[StoredMessage]]:
+        n = len(batch)
+        if n > INSERT_CHUNK:
+            stored: list[StoredMessage] = yield from super()._append(
+                conversation_id, batch, now, expires_at
+            )
+            return stored
+        offset = batch.system_offset
+        params = {
+            "cid": conversation_id,
+            "owned_by": owner_of(conversation_id),
+            "n": n,
+            "at": now,
+            "until": expires_at,
+            "sys": offset,
+        }
+        reply = yield Execute(self._reserve_statement(offset is not None), params, lastrowid=True)
+        # LAST_INSERT_ID(2 * next_position + revived) when the row existed; 0 when the
+        # statement inserted it (no auto-increment column, nothing set).
+        encoded = int(reply.lastrowid or 0)
+        start = encoded // 2 - n if encoded else FIRST_POSITION
+        rows = batch.rows(conversation_id, start)
+        positions = {row["position"] for row in rows}
+        m = self.tables.messages.c
+        if encoded % 2:
+            # This write revived an expired conversation: its old messages go (all of them).
+            yield Execute(self.writes.delete_messages(conversation_id))
+        if not encoded or encoded % 2:
+            # A new life or a new conversation holds none of these ids: a plain INSERT.
+            yield Execute(self.writes.insert_messages(rows))
+        else:
+            # IGNORE skips the ids already stored (the unique key on the conversation and
+            # message id); the positions are ours, reserved under the row lock.
+            insert = mysql.insert(self.tables.messages).prefix_with("IGNORE").values(rows)
+            if (yield Execute(insert)).rowcount != n:
+                filled = select(m.position).where(
+                    m.conversation_id == conversation_id,
+                    m.position >= start,
+                    m.position < start + n,
+                )
+                positions = {int(row[0]) for row in (yield Execute(filled)).rows}
+        if offset is not None and start + offset not in positions:
+            # The reserved system position went to a duplicate: point at the real one.
+            yield Execute(self.writes.fix_system(conversation_id))
+        return stored_in(batch, start, positions)
+
+    def _reserve_statement(self, with_system: bool) -> Insert:
+        """The reservation upsert, built once per plan for each kind of batch."""
+        if self._reserve_statements is None:
+            self._reserve_statements = {}
+        statement = self._reserve_statements.get(with_system)
+        if statement is not None:
+            return statement
+        # No parameter is named after a column: SQLAlchemy would add it to the statement.
+        c = self.tables.conversations.c
+        n = bindparam("n", type_=Integer())
+        now = bindparam("at", type_=c.updated_at.type)
+        expires_at = bindparam("until", type_=c.expires_at.type)
+        offset = bindparam("sys", type_=Integer())
+        is_expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
+        row = {
+            "conversation_id": bindparam("cid", type_=c.conversation_id.type),
+            "owner": bindparam("owned_by", type_=c.owner.type),
+            "next_position": n + FIRST_POSITION,
+            "first_position": 0,
+            "system_position": offset + FIRST_POSITION if with_system else null(),
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": expires_at,
+        }
+        system = (
+            c.next_position + offset
+            if with_system
+            else case((is_expired, null()), else_=c.system_position)
+        )
+        # Left to right, each assignment seeing the ones before it (MySQL's rule). The last
+        # one also sets LAST_INSERT_ID to 2 * next_position + (1 if this revived an expired
+        # conversation, whose first_position then equals the old next_position).
+        revived = func.if_(c.first_position == c.next_position - n, 1, 0)
+        counter = func.last_insert_id(c.next_position * 2 + revived)
+        statement = (
+            mysql.insert(self.tables.conversations)
+            .values(row)
+            .on_duplicate_key_update(
+                [
+                    ("first_position", case((is_expired, c.next_position), else_=c.first_position)),
+                    ("system_position", system),
+                    ("next_position", c.next_position + n),
+                    ("updated_at", now),
+                    ("expires_at", func.if_(counter == 0, expires_at, expires_at)),
+                ]
+            )
+        )
+        self._reserve_statements[with_system] = statement
+        return statement
 
     def _lock_and_count(
         self,

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Insert, Integer, Table, and_, bindparam, case, null
 
-from chatmem_repositories.sql._codec import Batch, chunks
+from chatmem.backend import StoredMessage
+from chatmem.conversation_ids import owner_of
+from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, chunks, stored_in
 from chatmem_repositories.sql._plans.base import Plan
 from chatmem_repositories.sql._plans.steps import Body, Execute
 
@@ -19,12 +21,108 @@ class ReturningPlan(Plan):
 
     The reservation is one statement, ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING
     next_position, first_position``, and the messages go in with ``ON CONFLICT DO NOTHING
-    RETURNING position``, which skips ids already stored and says which were stored.
+    RETURNING position``, which skips ids already stored and says which were stored. For a
+    batch of up to :data:`INSERT_CHUNK` messages both statements are built once per plan
+    with bound parameters (the messages as an executemany, which SQLAlchemy sends as one
+    multi-row ``INSERT``), so an append compiles nothing.
     """
+
+    _reserve_statements: dict[bool, Insert] | None = None
+    _insert_statement: Insert | None = None
 
     def dialect_insert(self, table: Table) -> Any:
         """Return the dialect's ``insert(table)`` (the one with ``on_conflict_do_*``)."""
         raise NotImplementedError
+
+    def _append(
+        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+    ) -> Body[list[StoredMessage]]:
+        n = len(batch)
+        if n > INSERT_CHUNK:
+            stored: list[StoredMessage] = yield from super()._append(
+                conversation_id, batch, now, expires_at
+            )
+            return stored
+        offset = batch.system_offset
+        params = {
+            "cid": conversation_id,
+            "owned_by": owner_of(conversation_id),
+            "n": n,
+            "at": now,
+            "until": expires_at,
+            "sys": offset,
+        }
+        counter = (yield Execute(self._reserve_statement(offset is not None), params)).one()
+        start = int(counter[0]) - n
+        if int(counter[1]) == start:
+            # This write revived an expired conversation: its old messages go (all of them).
+            yield Execute(self.writes.delete_messages(conversation_id))
+        rows = batch.rows(conversation_id, start)
+        reply = yield Execute(self._insert_rows(), rows)
+        positions = {int(row[0]) for row in reply.rows}
+        if offset is not None and start + offset not in positions:
+            # The reserved system position went to a duplicate: point at the real one.
+            yield Execute(self.writes.fix_system(conversation_id))
+        return stored_in(batch, start, positions)
+
+    def _reserve_statement(self, with_system: bool) -> Insert:
+        """The reservation upsert of :meth:`_append`, built once per kind of batch."""
+        if self._reserve_statements is None:
+            self._reserve_statements = {}
+        cached = self._reserve_statements.get(with_system)
+        if cached is not None:
+            return cached
+        # No parameter is named after a column: SQLAlchemy would add it to the statement.
+        c = self.tables.conversations.c
+        n = bindparam("n", type_=Integer())
+        now = bindparam("at", type_=c.updated_at.type)
+        expires_at = bindparam("until", type_=c.expires_at.type)
+        offset = bindparam("sys", type_=Integer())
+        is_expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
+        row = {
+            "conversation_id": bindparam("cid", type_=c.conversation_id.type),
+            "owner": bindparam("owned_by", type_=c.owner.type),
+            "next_position": n + FIRST_POSITION,
+            "first_position": 0,
+            "system_position": offset + FIRST_POSITION if with_system else null(),
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": expires_at,
+        }
+        # The SET clause reads the row as it was (SQL's rule, unlike MySQL's).
+        system = (
+            c.next_position + offset
+            if with_system
+            else case((is_expired, null()), else_=c.system_position)
+        )
+        statement: Insert = (
+            self.dialect_insert(self.tables.conversations)
+            .values(row)
+            .on_conflict_do_update(
+                index_elements=[c.conversation_id],
+                set_={
+                    "first_position": case((is_expired, c.next_position), else_=c.first_position),
+                    "system_position": system,
+                    "next_position": c.next_position + n,
+                    "updated_at": now,
+                    "expires_at": expires_at,
+                },
+            )
+            .returning(c.next_position, c.first_position)
+        )
+        self._reserve_statements[with_system] = statement
+        return statement
+
+    def _insert_rows(self) -> Insert:
+        """``INSERT ... ON CONFLICT DO NOTHING RETURNING position``, run as an executemany."""
+        if self._insert_statement is None:
+            m = self.tables.messages.c
+            self._insert_statement = (
+                self.dialect_insert(self.tables.messages)
+                .on_conflict_do_nothing(index_elements=[m.conversation_id, m.message_id])
+                .returning(m.position)
+            )
+        return self._insert_statement
 
     def _lock_and_count(
         self,

@@ -12,7 +12,7 @@ A transaction's body yields :class:`Execute` and :class:`InsertOrConflict`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -66,9 +66,14 @@ class Execute:
 
     Attributes:
         statement: The statement.
+        params: Its bound parameters, if built with ``bindparam`` (a statement built once);
+            a list of them runs it as an executemany.
+        lastrowid: Answer with the driver's ``lastrowid`` too (MySQL/MariaDB).
     """
 
     statement: Executable
+    params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
+    lastrowid: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +94,13 @@ class Reply:
     Attributes:
         rows: The rows it returned (none for a statement without ``RETURNING``).
         rowcount: The rows it changed, as the driver reports it.
+        lastrowid: The driver's ``lastrowid`` (MySQL: the value of ``LAST_INSERT_ID()``
+            the statement set), or ``None``.
     """
 
     rows: list[Any]
     rowcount: int
+    lastrowid: int | None = None
 
     def one(self) -> Any:
         """Return the only row.

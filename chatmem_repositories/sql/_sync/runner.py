@@ -176,6 +176,7 @@ class Runner:
                 except sa_exc.IntegrityError:
                     answer = False
             else:
-                executed = connection.execute(step.statement)
+                executed = connection.execute(step.statement, step.params)
                 rows = list(executed.all()) if executed.returns_rows else []
-                answer = Reply(rows, executed.rowcount)
+                lastrowid = executed.lastrowid if step.lastrowid else None
+                answer = Reply(rows, executed.rowcount, lastrowid)
