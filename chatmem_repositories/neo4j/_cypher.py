@@ -8,7 +8,7 @@ schema name derived from the validated ``label_prefix`` (labels cannot be parame
 The graph::
 
     (:<P>Conversation {id, owner, generation, next_position, created_at, updated_at,
-                       expires_at, deleted})
+                       expires_at, deleted, summary_text, summary_covers, summary_version})
         -[:HAS_MESSAGE]->
     (:<P>Message {conversation_id, generation, position, message_id, type, is_system,
                   created_at, search_text, data})
@@ -19,6 +19,12 @@ small transaction, so the change is atomic however long the history; the retired
 are then removed in batches (``CALL ... IN TRANSACTIONS``), never in one huge transaction.
 A deleted conversation stays as a tombstone (``deleted = true``) until its messages are gone,
 so positions and generations never restart while old messages remain.
+
+A conversation's running summary lives on its node (the ``summary_*`` properties). Its write
+is a compare-and-set under the node's write lock, taken before the version is read; a read
+committed MATCH-then-SET alone would let two writers of one version both succeed. Deleting
+or expiring the conversation removes the summary in the same transaction, and an append that
+starts a new life (the old one expired) removes it too: a new life starts at version 0.
 
 Reads find messages through composite range indexes that start with ``(conversation_id,
 generation)`` and end with ``position``; each ``ORDER BY`` lists every property of its index
@@ -84,6 +90,8 @@ _APPEND = (
     + """
 SET c.generation = CASE WHEN stale THEN c.generation + 1 ELSE c.generation END
 REMOVE c.deleted
+FOREACH (_ IN CASE WHEN stale THEN [1] ELSE [] END |
+  REMOVE c.summary_text, c.summary_covers, c.summary_version)
 WITH c, stale AS retired, [msg IN $messages WHERE stale OR NOT EXISTS {{
   MATCH (x:{M})
   WHERE x.conversation_id = $cid AND x.generation = c.generation AND x.message_id = msg.id
@@ -97,6 +105,8 @@ _REPLACE = (
     + """
 SET c.generation = c.generation + 1
 REMOVE c.deleted
+FOREACH (_ IN CASE WHEN stale THEN [1] ELSE [] END |
+  REMOVE c.summary_text, c.summary_covers, c.summary_version)
 WITH c, true AS retired, $messages AS fresh
 """
     + _CREATE_MESSAGES
@@ -105,6 +115,7 @@ WITH c, true AS retired, $messages AS fresh
 _DELETE = """
 MATCH (c:{C} {{id: $cid}})
 SET c.generation = c.generation + 1, c.deleted = true, c.expires_at = null
+REMOVE c.summary_text, c.summary_covers, c.summary_version
 RETURN c.id AS id
 """
 
@@ -140,6 +151,7 @@ SET c.locked = true
 REMOVE c.locked
 WITH c WHERE c.expires_at <= coalesce($now, timestamp())
 SET c.generation = c.generation + 1, c.deleted = true, c.expires_at = null
+REMOVE c.summary_text, c.summary_covers, c.summary_version
 RETURN c.id AS id
 """
 
@@ -242,6 +254,31 @@ CALL {{{{
 RETURN count(*) AS deleted
 """
 
+_FIND_SUMMARY = f"""
+MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE} AND c.summary_version IS NOT NULL
+RETURN c.summary_text AS text, c.summary_covers AS covers, c.summary_version AS version
+"""
+
+# The compare-and-set: the SET takes the conversation's write lock before anything is read,
+# and the node is matched again under it, so the version compared is the committed one (a
+# concurrent writer of the same version waits for the lock, then sees the new version and
+# writes nothing). Returns one row if the write won, none otherwise. A retry of a write that
+# committed before its connection broke finds its own summary stored and wins again, so a
+# won write is never reported lost. A deleted or expired conversation keeps no summary (it
+# would outlive its messages).
+_SAVE_SUMMARY = f"""
+MATCH (l:{{C}} {{{{id: $cid}}}})
+SET l.summary_lock = true
+REMOVE l.summary_lock
+WITH l.id AS locked
+MATCH (c:{{C}} {{{{id: locked}}}})
+WHERE {_LIVE} AND (coalesce(c.summary_version, 0) = $expected
+  OR (c.summary_version = $expected + 1 AND c.summary_text = $text
+      AND c.summary_covers = $covers))
+SET c.summary_text = $text, c.summary_covers = $covers, c.summary_version = $expected + 1
+RETURN c.summary_version AS version
+"""
+
 _LIST_ALL = f"""
 MATCH (c:{{C}}) WHERE c.id > $cursor AND {_LIVE}
 RETURN c.id AS id
@@ -284,6 +321,8 @@ class Statements:
     delete_before: LiteralString
     list_all: LiteralString
     list_owner: LiteralString
+    find_summary: LiteralString
+    save_summary: LiteralString
 
     @classmethod
     def for_prefix(cls, prefix: str) -> Statements:
@@ -312,6 +351,8 @@ class Statements:
             delete_before=_q(_DELETE_BEFORE, c, m),
             list_all=_q(_LIST_ALL, c, m),
             list_owner=_q(_LIST_OWNER, c, m),
+            find_summary=_q(_FIND_SUMMARY, c, m),
+            save_summary=_q(_SAVE_SUMMARY, c, m),
         )
 
 

@@ -21,7 +21,9 @@ from chatmem.backend import (
     unique_by_id,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
+from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
+from chatmem.repository import ConversationSummary
 from chatmem_repositories._options import InitializeSchema
 from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner, seconds
 from chatmem_repositories.neo4j._codec import (
@@ -54,7 +56,9 @@ class AsyncNeo4jChatMemoryRepository:
     messages; a memory read (:meth:`find_window`) is one statement too. Reads go through
     composite indexes that start with the conversation id, so their cost does not grow with
     history. Deleting or replacing a conversation bumps its generation atomically and then
-    removes the old messages in batches.
+    removes the old messages in batches. A running summary
+    (:class:`~chatmem.repository.AsyncSummaryStore`) is kept on the conversation node and
+    written with a compare-and-set under the node's write lock.
 
     Example:
         ```python
@@ -371,6 +375,40 @@ class AsyncNeo4jChatMemoryRepository:
                 seen.add(conversation_id)
                 await self._sweep(conversation_id)
         return purged
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def find_summary(self, conversation_id: str) -> ConversationSummary | None:
+        """Return the live conversation's summary, or ``None``."""
+        validate_conversation_id(conversation_id)
+        rows = await self._runner.read(
+            "summary read", self._statements.find_summary, {"cid": conversation_id}
+        )
+        if not rows:
+            return None
+        text, covers, version = rows[0]
+        return ConversationSummary(text, covers, version)
+
+    async def save_summary(
+        self, conversation_id: str, text: str, covers: Position, *, expected_version: int
+    ) -> bool:
+        """Write the summary if the stored version is ``expected_version``.
+
+        One statement: it takes the conversation's write lock, then compares the version.
+        """
+        validate_conversation_id(conversation_id)
+        if not isinstance(text, str):
+            raise ConfigurationError(f"a summary is text, got {type(text).__name__}")
+        if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+            raise ConfigurationError(f"expected_version is an integer, got {expected_version!r}")
+        params = {
+            "cid": conversation_id,
+            "text": text,
+            "covers": check_position(covers),
+            "expected": expected_version,
+        }
+        rows = await self._runner.write("summary write", self._statements.save_summary, params)
+        return bool(rows)
 
     async def server_version(self) -> str:
         """Return the server's product and version, such as ``Neo4j Kernel 5.26.0``."""
