@@ -6,8 +6,15 @@ the repository is one command: an EVALSHA of a cached Lua script, or one HGETALL
 stored history lengths, sync and async. Also runs 16 concurrent writers x 200 appends to one
 conversation and checks that 3,200 messages are stored, none lost or duplicated.
 
+With ``--cluster-url``, also compares one server with a Redis Cluster side by side in one run
+(sync): the median turn (window read + one append) and the median ``list_conversations`` page
+of 100 (64 index buckets on the cluster, one pipeline; one script on one server) with
+``--conversations`` stored.
+
 Usage:
     python benchmarks/redis_round_trips.py --url redis://127.0.0.1:63799/0
+    python benchmarks/redis_round_trips.py --lengths 10 --reps 50 \
+        --cluster-url redis+cluster://127.0.0.1:7101,127.0.0.1:7102
 """
 
 from __future__ import annotations
@@ -167,11 +174,51 @@ def concurrent_writers(url: str, writers: int = 16, per_writer: int = 200) -> No
     )
 
 
+def compare_cluster(url: str, cluster_url: str, conversations: int, reps: int) -> None:
+    print(f"one server vs Redis Cluster, sync, {conversations} conversations, medians of {reps}")
+    print(f"{'':>8} {'turn ms':>8} {'page ms':>8} {'all pages ms':>13}")
+    for label, target in (("server", url), ("cluster", cluster_url)):
+        prefix = f"{PREFIX}-{label}"
+        with RedisChatMemoryRepository.from_url(target, key_prefix=prefix) as repo:
+            memory = MessageWindowChatMemory(repo, max_messages=20)
+            cids = [f"list-{i:06d}" for i in range(conversations)]
+            for cid in cids:
+                repo.append(cid, [UserMessage(TEXT)])
+            turns, pages = [], []
+            for i in range(reps):
+                cid = cids[i % conversations]
+                t = time.perf_counter()
+                memory.get(cid)
+                memory.add(cid, UserMessage(TEXT))
+                turns.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                repo.list_conversations(limit=100)
+                pages.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            cursor, listed = None, 0
+            while True:
+                page = repo.list_conversations(limit=100, cursor=cursor)
+                listed += len(page.conversation_ids)
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+            walk = time.perf_counter() - t
+            assert listed == conversations, (listed, conversations)
+            for cid in cids:
+                repo.delete_by_conversation_id(cid)
+        print(
+            f"{label:>8} {statistics.median(turns) * 1000:>8.3f} "
+            f"{statistics.median(pages) * 1000:>8.3f} {walk * 1000:>13.1f}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="redis://127.0.0.1:63799/0")
     parser.add_argument("--lengths", default="10,1000,100000")
     parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--cluster-url", default=None)
+    parser.add_argument("--conversations", type=int, default=2000)
     args = parser.parse_args()
     lengths = [int(x) for x in args.lengths.split(",")]
     print("round trips = commands sent; memory read = MessageWindowChatMemory(20).get,")
@@ -181,6 +228,8 @@ def main() -> int:
     measure_sync(args.url, lengths, args.reps)
     asyncio.run(measure_async(args.url, lengths, args.reps))
     concurrent_writers(args.url)
+    if args.cluster_url:
+        compare_cluster(args.url, args.cluster_url, args.conversations, args.reps)
     return 0
 
 

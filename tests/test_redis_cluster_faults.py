@@ -114,6 +114,23 @@ def wait_for(condition: Any, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+def redirections(masters: list[Node]) -> dict[str, int]:
+    """How many MOVED, ASK and TRYAGAIN replies the masters have sent (INFO errorstats)."""
+    totals = {"MOVED": 0, "ASK": 0, "TRYAGAIN": 0}
+    for node in masters:
+        with redis.Redis(port=node.port, socket_timeout=5) as raw:
+            stats = raw.info("errorstats")
+        for name in totals:
+            totals[name] += int(stats.get(f"errorstat_{name}", {}).get("count", 0))
+    return totals
+
+
+def report_redirections(before: dict[str, int], after: dict[str, int]) -> None:
+    seen = {name: after[name] - before[name] for name in before}
+    print("\nreplies during the move: " + ", ".join(f"{n} {c}" for n, c in seen.items()))
+    assert seen["MOVED"] + seen["ASK"] > 0  # the writers did meet the move
+
+
 def busy_conversation() -> tuple[str, int]:
     conversation_id = f"busy-{uuid.uuid4().hex[:8]}"
     tag = KeyLayout(PREFIX, 64).conversation_tag(conversation_id)
@@ -248,6 +265,7 @@ def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_sync(
             source = owner(slot, seed_port)
             masters = [n for n in cluster_nodes(seed_port) if n.master and n.slots]
             target = next(m for m in masters if m.id != source.id)
+            before = redirections(masters)
             moved = migrate_slot(slot, source, target, masters)
             time.sleep(0.5)
         finally:
@@ -256,6 +274,7 @@ def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_sync(
         assert owner(slot, seed_port).id == target.id
         stored = repository.find_by_conversation_id(conversation_id)
     print(f"\nslot {slot}: {moved} keys moved from :{source.port} to :{target.port}")
+    report_redirections(before, redirections(masters))
     check(stored, tally, "resharding (sync, 8 threads)")
     assert len(tally.acknowledged) > WRITERS
 
@@ -291,6 +310,7 @@ async def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_async
             source = owner(slot, seed_port)
             masters = [n for n in cluster_nodes(seed_port) if n.master and n.slots]
             target = next(m for m in masters if m.id != source.id)
+            before = redirections(masters)
             moved = await asyncio.to_thread(migrate_slot, slot, source, target, masters)
             await asyncio.sleep(0.5)
         finally:
@@ -299,6 +319,7 @@ async def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_async
         assert owner(slot, seed_port).id == target.id
         stored = await repository.find_by_conversation_id(conversation_id)
     print(f"\nslot {slot}: {moved} keys moved from :{source.port} to :{target.port}")
+    report_redirections(before, redirections(masters))
     check(stored, tally, "resharding (async, 8 tasks)")
     assert len(tally.acknowledged) > WRITERS
 
