@@ -11,8 +11,8 @@ module it lives in:
 - ``statements``: building and compiling SQLAlchemy constructs, the plans;
 - ``sqlalchemy engine``: execution context, pool, results;
 - ``driver``: the DBAPI driver's Python and C code, waiting excluded;
-- ``server``: waiting for the server's answer (socket waits, psycopg's ``wait`` and its send,
-  which wakes the server's process; SQLite's own execution);
+- ``server``: waiting for the server's answer (socket waits, psycopg's ``wait``, and sends,
+  which wake the server's process; SQLite's own execution);
 - ``memory layer``: chatmem's chat memory and tracing wrappers;
 - ``other``: built-ins and the standard library, called from every layer.
 
@@ -39,7 +39,7 @@ if __name__ == "__main__" and "--source" not in sys.argv:
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
 
 _SQLITE_RUNS = ("execute", "executemany", "commit", "fetchall", "fetchone")
-_WAITS = ("wait_c", "wait_select", "wait_epoll", "poll", "select", "recv_into", "recv")
+_WAITS = ("wait_c", "wait_select", "wait_epoll", "poll", "select", "recv_into", "recv", "sendall")
 # (layer, substrings of the file path, function names), the first match wins.
 _RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # psycopg's C wait is not profiled apart: its time is the own time of Python's wait().
