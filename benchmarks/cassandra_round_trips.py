@@ -2,10 +2,12 @@
 """Count the statements the Cassandra repository sends per call, at several history lengths.
 
 Counted with the driver's own request listener (``Session.add_request_init_listener``), on a
-borrowed session. ``memory.get`` uses ``find_window`` (one query). An append is a batch plus
-the listing rows, sent together (two statements, one round trip of latency); ``append ttl``
-is a later append with a TTL (the first append of a conversation with a TTL costs two
-rounds). Usage:
+borrowed session. ``memory.get`` uses ``find_window`` (one query). An append to a
+conversation that exists is its conditional batch alone (one statement); the append that
+starts one also sends the listing rows at the same time. ``append ttl`` is a later append with
+a TTL: the batch and the listing rows, which every append under a TTL keeps alive (two
+statements, one round trip of latency; the first append of a conversation with a TTL costs
+two rounds). Usage:
 
     python benchmarks/cassandra_round_trips.py --url cassandra://127.0.0.1:9042/chatmem_test
 """
@@ -58,7 +60,10 @@ def main() -> None:
                         for i in range(start, start + count)
                     ],
                 )
-            expiring.append(cid, [UserMessage("start")])  # starts the TTL life (two rounds)
+            # A conversation of its own: a repository with a TTL takes one written without
+            # a TTL (no liveness cell) for an expired one, and starts it anew.
+            expiring_cid = f"{cid}-ttl"
+            expiring.append(expiring_cid, [UserMessage("start")])  # starts it (two rounds)
             session.add_request_init_listener(sent.append)
 
             def count(call: Any) -> int:
@@ -72,7 +77,7 @@ def main() -> None:
                 count(lambda: repository.find_recent(cid, 20)),  # noqa: B023
                 count(lambda: repository.find_system_message(cid)),  # noqa: B023
                 count(lambda: repository.append(cid, [UserMessage("x")])),  # noqa: B023
-                count(lambda: expiring.append(cid, [UserMessage("y")])),  # noqa: B023
+                count(lambda: expiring.append(expiring_cid, [UserMessage("y")])),  # noqa: B023
             )
             session.remove_request_init_listener(sent.append)
             print(
@@ -80,6 +85,7 @@ def main() -> None:
                 f" {row[5]:>10}"
             )
             repository.delete_by_conversation_id(cid)
+            expiring.delete_by_conversation_id(expiring_cid)
     finally:
         repository.close()
         cluster.shutdown()
