@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from chatmem import (
     AssistantMessage,
     AsyncMessageWindowChatMemory,
     MessageWindowChatMemory,
+    RepositoryError,
     UserMessage,
 )
 from chatmem_repositories import create_async_repository, create_repository, redact_url
@@ -58,6 +60,7 @@ PID_FILES = {
     "neo4j": "neo4j/neo4j.pid",
 }
 TICKS = os.sysconf("SC_CLK_TCK")
+FAILURES: list[str] = []  # failed turns of the running level (list.append is thread-safe)
 
 
 def server_pid(url: str) -> int | None:
@@ -115,6 +118,8 @@ def mark(pid: int | None) -> tuple[float | None, float, float]:
 def level_row(
     clients: int, latencies: list[float], start: tuple[float | None, float, float], pid: int | None
 ) -> dict[str, Any]:
+    failures = list(FAILURES)
+    FAILURES.clear()
     """Turns per second, latency percentiles and CPU shares of one level since ``start``."""
     server_after, own_after, now = mark(pid)
     server_before, own_before, began = start
@@ -124,6 +129,9 @@ def level_row(
         row["server_cpu"] = round((server_after - server_before) / wall, 2)
     row["client_cpu"] = round((own_after - own_before) / wall, 2)
     row["load_average"] = round(os.getloadavg()[0], 1)
+    row["errors"] = len(failures)
+    if failures:
+        row["error_kinds"] = dict(Counter(failures))
     return row
 
 
@@ -149,9 +157,13 @@ def run_sync(args: argparse.Namespace, ids: list[str], pid: int | None) -> list[
                 touched.add(cid)
                 user, answer = turn_messages(i)
                 began = time.perf_counter()
-                memory.get(cid)
-                memory.add(cid, user)
-                memory.add(cid, answer)
+                try:
+                    memory.get(cid)
+                    memory.add(cid, user)
+                    memory.add(cid, answer)
+                except RepositoryError as exc:  # counted, and the client goes on
+                    FAILURES.append(type(exc).__name__)
+                    continue
                 mine.append(time.perf_counter() - began)
                 i += 1
 
@@ -168,6 +180,7 @@ def run_sync(args: argparse.Namespace, ids: list[str], pid: int | None) -> list[
                 list(pool.map(fill, ids))
             touched.update(ids)
         level(min(8, max(args.clients)), args.warmup)
+        FAILURES.clear()
         rows = []
         for n in args.clients:
             start = mark(pid)
@@ -207,9 +220,13 @@ async def run_async_levels(
                 touched.add(cid)
                 user, answer = turn_messages(i)
                 began = time.perf_counter()
-                await memory.get(cid)
-                await memory.add(cid, user)
-                await memory.add(cid, answer)
+                try:
+                    await memory.get(cid)
+                    await memory.add(cid, user)
+                    await memory.add(cid, answer)
+                except RepositoryError as exc:  # counted, and the client goes on
+                    FAILURES.append(type(exc).__name__)
+                    continue
                 mine.append(time.perf_counter() - began)
                 i += 1
             return mine
@@ -222,6 +239,7 @@ async def run_async_levels(
             await asyncio.gather(*(fill(cid) for cid in ids))
             touched.update(ids)
         await level(min(8, max(args.clients)), args.warmup)
+        FAILURES.clear()
         rows = []
         for n in args.clients:
             start = mark(pid)
@@ -235,17 +253,25 @@ async def run_async_levels(
 def table(directory: Path) -> str:
     """One Markdown table from the ``load-*.json`` results in a directory."""
     lines = [
-        "| backend | twin | clients | turns/s | p50 ms | p99 ms | server CPU | client CPU | load |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| backend | twin | clients | turns/s | p50 ms | p99 ms | errors | server CPU | client CPU"
+        " | load |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for path in sorted(directory.glob("load-*.json")):
+    order = ["memory", "sqlite", "postgresql", "mariadb", "redis", "mongodb", "cassandra"]
+    order += ["neo4j"]
+
+    def rank(path: Path) -> tuple[int, str, bool]:
+        name = path.stem.removeprefix("load-").rsplit("-", 1)[0]
+        return order.index(name) if name in order else 99, name, path.stem.endswith("async")
+
+    for path in sorted(directory.glob("load-*.json"), key=rank):
         result = json.loads(path.read_text())
         name = path.stem.removeprefix("load-").rsplit("-", 1)[0]
         for row in result["levels"]:
             server = row.get("server_cpu")
             lines.append(
                 f"| {name} | {result['flavor']} | {row['clients']} | {row['turns_per_s']:,.0f} "
-                f"| {row['p50_ms']:.1f} | {row['p99_ms']:.1f} "
+                f"| {row['p50_ms']:.2f} | {row['p99_ms']:.1f} | {row.get('errors', 0)} "
                 f"| {'-' if server is None else f'{server:.2f}'} | {row['client_cpu']:.2f} "
                 f"| {row['load_average']:.1f} |"
             )
@@ -264,9 +290,13 @@ def main() -> int:
     parser.add_argument("--server-pid", type=int, help="server process for the CPU column")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--table", type=Path, help="print a table of load-*.json in this dir")
+    parser.add_argument("--bytes-per-message", type=int, metavar="N", help="store N, report size")
     args = parser.parse_args()
     if args.table:
         print(table(args.table), end="")
+        return 0
+    if args.bytes_per_message:
+        print(json.dumps(bytes_per_message(args.url, args.bytes_per_message)))
         return 0
     args.clients = [int(x) for x in args.clients.split(",")]
     tag = uuid.uuid4().hex[:8]
@@ -296,16 +326,182 @@ def main() -> int:
 
 
 def table_rows(levels: list[dict[str, Any]]) -> str:
-    lines = [
-        f"{'clients':>8} {'turns/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'srv CPU':>8} {'cli CPU':>8}"
-    ]
+    heads = ("clients", "turns/s", "p50 ms", "p99 ms", "errors", "srv CPU", "cli CPU")
+    lines = [" ".join(f"{h:>8}" for h in heads)]
     for row in levels:
         server = row.get("server_cpu")
         lines.append(
-            f"{row['clients']:>8} {row['turns_per_s']:>9.0f} {row['p50_ms']:>8.2f} "
-            f"{row['p99_ms']:>8.2f} {'-' if server is None else server:>8} {row['client_cpu']:>8}"
+            f"{row['clients']:>8} {row['turns_per_s']:>8.0f} {row['p50_ms']:>8.2f} "
+            f"{row['p99_ms']:>8.2f} {row.get('errors', 0):>8} "
+            f"{'-' if server is None else server:>8} {row['client_cpu']:>8}"
         )
     return "\n".join(lines)
+
+
+# -- storage: bytes per stored message, from the server's own size figures ----------------------
+
+PREFIX_OPTION = {
+    "postgresql": "table_prefix",
+    "mysql": "table_prefix",
+    "mariadb": "table_prefix",
+    "sqlite": "table_prefix",
+    "cassandra": "table_prefix",
+    "redis": "key_prefix",
+    "mongodb": "collection_prefix",
+    "bolt": "label_prefix",
+    "neo4j": "label_prefix",
+}
+
+
+def _sql_login(url: str) -> dict[str, Any]:
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    return {
+        "host": parts.hostname,
+        "port": parts.port,
+        "user": unquote(parts.username or ""),
+        "password": unquote(parts.password or ""),
+        "database": parts.path.strip("/"),
+    }
+
+
+def _postgresql_bytes(url: str, prefix: str, drop: bool) -> int:
+    import psycopg
+
+    login = _sql_login(url)
+    login["dbname"] = login.pop("database")
+    with psycopg.connect(**login, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE %s", (prefix + "%",)
+        ).fetchall()
+        names = [r[0] for r in rows]
+        size = 0
+        for name in names:
+            size += conn.execute("SELECT pg_total_relation_size(%s)", (name,)).fetchone()[0]
+            if drop:
+                conn.execute(f'DROP TABLE IF EXISTS "{name}" CASCADE')
+        return size
+
+
+def _mysql_bytes(url: str, prefix: str, drop: bool) -> int:
+    import pymysql
+
+    conn = pymysql.connect(**_sql_login(url), autocommit=True)
+    like = (prefix + "%",)
+    with conn.cursor() as cur:
+        where = "WHERE table_schema = DATABASE() AND table_name LIKE %s"
+        cur.execute(f"SELECT table_name FROM information_schema.tables {where}", like)
+        names = [r[0] for r in cur.fetchall()]
+        for name in names:
+            cur.execute(f"ANALYZE TABLE `{name}`")  # InnoDB updates its sizes lazily
+            cur.fetchall()
+        cur.execute(
+            f"SELECT COALESCE(SUM(data_length + index_length), 0)"
+            f" FROM information_schema.tables {where}",
+            like,
+        )
+        size = int(cur.fetchone()[0])
+        for name in names if drop else []:
+            cur.execute(f"DROP TABLE IF EXISTS `{name}`")
+    conn.close()
+    return size
+
+
+def _sqlite_bytes(url: str, prefix: str, drop: bool) -> int:
+    import sqlite3
+
+    with sqlite3.connect(url.split("://", 1)[1].split("?", 1)[0][1:]) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        used = conn.execute("PRAGMA page_count").fetchone()[0]
+        used -= conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return int(used * conn.execute("PRAGMA page_size").fetchone()[0])
+
+
+def _redis_bytes(url: str, prefix: str, drop: bool) -> int:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    keys = list(client.scan_iter(f"*{prefix}*", count=1000))  # {prefix:id}:... keys
+    size = sum(client.memory_usage(k, samples=0) or 0 for k in keys)
+    if drop and keys:
+        client.delete(*keys)
+    client.close()
+    return size
+
+
+def _mongodb_bytes(url: str, prefix: str, drop: bool) -> int:
+    from pymongo import MongoClient
+
+    client: Any = MongoClient(url.split("?", 1)[0])
+    db = client.get_default_database()
+    size = 0
+    for name in db.list_collection_names():
+        if name.startswith(prefix):
+            stats = db.command("collStats", name)
+            size += int(stats.get("size", 0)) + int(stats.get("totalIndexSize", 0))
+            if drop:
+                db.drop_collection(name)
+    client.close()
+    return size
+
+
+# Cassandra and Neo4j report no per-table size over their query protocols.
+SIZES = {
+    "postgresql": _postgresql_bytes,
+    "mysql": _mysql_bytes,
+    "mariadb": _mysql_bytes,
+    "sqlite": _sqlite_bytes,
+    "redis": _redis_bytes,
+    "mongodb": _mongodb_bytes,
+}
+
+
+def _server_bytes(url: str, scheme: str, prefix: str, drop: bool = False) -> int | None:
+    """What the server says the prefix's tables, keys or collections take (None: unknown)."""
+    size = SIZES.get(scheme)
+    return None if size is None else size(url, prefix, drop)
+
+
+def bytes_per_message(url: str, count: int) -> dict[str, Any]:
+    """Store ``count`` messages (200 characters, 100 conversations) and read the growth."""
+    from chatmem.messages import encode_message
+
+    scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
+    scheme = "postgresql" if scheme == "postgres" else scheme
+    prefix = f"sz{uuid.uuid4().hex[:6]}_"
+    if scheme in ("bolt", "neo4j"):
+        prefix = "Sz" + uuid.uuid4().hex[:6]
+    repository = create_repository(url, **{PREFIX_OPTION[scheme]: prefix})
+    ids = [f"size-{i}" for i in range(100)]
+    per = count // len(ids)
+
+    def write(rounds: int, start: int) -> None:
+        for cid in ids:
+            messages = [m for i in range(start, start + rounds // 2) for m in turn_messages(i)]
+            for at in range(0, len(messages), 500):
+                repository.append(cid, messages[at : at + 500])
+
+    try:
+        write(20, 0)  # 20 messages each: the tables, indexes and keys exist from here on
+        before = _server_bytes(url, scheme, prefix)
+        write(per, 1000)
+        after = _server_bytes(url, scheme, prefix)
+        sample = turn_messages(0)
+        payload = sum(len(encode_message(m).encode()) for m in sample) / len(sample)
+        measured = None if before is None or after is None else (after - before) / (per * len(ids))
+        return {
+            "url": redact_url(url),
+            "messages": per * len(ids),
+            "server_bytes_per_message": None if measured is None else round(measured),
+            "encoded_message_bytes": round(payload),
+            "text_characters": 200,
+        }
+    finally:
+        for cid in ids:
+            repository.delete_by_conversation_id(cid)
+        repository.close()
+        _server_bytes(url, scheme, prefix, drop=True)
 
 
 if __name__ == "__main__":
