@@ -416,6 +416,48 @@ def test_statements_per_turn(repository: SqlChatMemoryRepository, cid: str) -> N
     assert append == expected[repository._backend]
 
 
+def test_a_batch_of_stored_and_new_ids_stores_only_the_new_ones(
+    repository: SqlChatMemoryRepository, cid: str
+) -> None:
+    # The append's skip-stored-ids paths: ON CONFLICT DO NOTHING (executemany) on SQLite,
+    # the one statement on PostgreSQL, INSERT IGNORE on MySQL/MariaDB; and the repair of
+    # the system reference when the batch's system message was stored already.
+    a, b, c = UserMessage("a"), AssistantMessage("b"), UserMessage("c")
+    system = SystemMessage("rules")
+    repository.append(cid, [a, b])
+    stored = repository.append(cid, [b, system, a, c])
+    assert [item.message.id for item in stored] == [system.id, c.id]
+    positions = [int(item.position) for item in stored]
+    assert positions == sorted(positions)
+    assert [item.message.text for item in repository.find_recent(cid, 10)] == ["a", "b", "c"]
+    assert repository.append(cid, [system, a]) == []
+    current = repository.find_system_message(cid)
+    assert current is not None
+    assert current.message.id == system.id
+    later = repository.append(cid, [UserMessage("d")])
+    assert int(later[0].position) > max(positions)
+
+
+def test_an_append_to_an_expired_conversation_starts_a_new_life(url: str, cid: str) -> None:
+    # The reservation tells a revival apart (MySQL/MariaDB: the low bit of LAST_INSERT_ID):
+    # the old messages go, and ids of the old life are stored again.
+    clock = ManualClock()
+    with SqlChatMemoryRepository.from_url(
+        url, table_prefix=PREFIX, initialize_schema="always", ttl=60, clock=clock
+    ) as repository:
+        a, b = UserMessage("a"), AssistantMessage("b")
+        repository.append(cid, [a, b])
+        clock.advance(61)
+        assert repository.find_recent(cid, 10) == []
+        stored = repository.append(cid, [b, UserMessage("c")])
+        assert [item.message.text for item in stored] == ["b", "c"]
+        assert [item.message.text for item in repository.find_recent(cid, 10)] == ["b", "c"]
+        again = repository.append(cid, [UserMessage("d")])
+        assert [item.message.text for item in repository.find_recent(cid, 10)] == ["b", "c", "d"]
+        assert int(again[0].position) > int(stored[-1].position)
+        repository.delete_by_conversation_id(cid)
+
+
 def test_window_read_uses_the_index_on_sqlite(tmp_path: Path) -> None:
     with SqlChatMemoryRepository.from_url(f"sqlite:///{tmp_path}/x.db") as repository:
         repository.append("c", [UserMessage("x")])
