@@ -36,6 +36,9 @@ def coroutine_tool_error(name: str) -> ConfigurationError:
     )
 
 
+_NO_OPTIONS = ChatOptions()  # shared by every state that sets none (options are frozen)
+
+
 @dataclass(slots=True)
 class RequestState:
     """What a request spec (or a client's defaults) has collected so far."""
@@ -46,7 +49,7 @@ class RequestState:
     advisors: list[object] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     tools: list[Tool] = field(default_factory=list)
-    options: ChatOptions = field(default_factory=ChatOptions)
+    options: ChatOptions = _NO_OPTIONS
 
     def copy(self) -> RequestState:
         """Return a copy whose lists and dicts are independent of this one."""
@@ -251,11 +254,10 @@ def build_request(
     if not messages:
         raise ConfigurationError("the request has no message: call user() or messages()")
     tools = tool_registry([*defaults.tools, *state.tools])
-    prompt = Prompt(
-        messages,
-        defaults.options.merge(state.options),
-        [t.definition for t in tools.values()],
-    )
+    options = defaults.options
+    if state.options is not _NO_OPTIONS:  # the spec set options of its own
+        options = options.merge(state.options)
+    prompt = Prompt(messages, options, [t.definition for t in tools.values()])
     request = ChatClientRequest(prompt, {**defaults.params, **state.params}, tools)
     return request, order_advisors([*defaults.advisors, *state.advisors])
 
