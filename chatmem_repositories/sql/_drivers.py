@@ -49,6 +49,11 @@ _ASYNC_DRIVERS = {
     "mssql": "aioodbc",
     "oracle": "oracledb_async",
 }
+# Default (pool_size, max_overflow). Async: a fixed pool, no overflow churn (an overflow
+# connection is closed on return whenever the pool is full, so tasks reopened one per
+# checkout). Sync: threads rarely overflow, and a smaller fixed pool made their waits long.
+_ASYNC_POOL = (10, 0)
+_SYNC_POOL = (5, 20)
 _ASYNC_CAPABLE = {"aiosqlite", "psycopg", "psycopg_async", "asyncpg", "aiomysql", "asyncmy"}
 _ASYNC_CAPABLE |= {"aioodbc", "oracledb_async"}
 
@@ -140,8 +145,8 @@ def engine_arguments(
     is_async: bool,
     connect_timeout: timedelta,
     read_timeout: timedelta = timedelta(seconds=30),
-    pool_size: int,
-    max_overflow: int,
+    pool_size: int | None,
+    max_overflow: int | None,
     pool_pre_ping: bool = False,
     driver_options: Mapping[str, Any] | None = None,
 ) -> tuple[URL, dict[str, Any]]:
@@ -155,8 +160,8 @@ def engine_arguments(
         is_async: Whether the engine is for the async repository.
         connect_timeout: Bound on connecting, and on waiting for a pooled connection.
         read_timeout: Bound on each reply, for pymysql (which enforces it itself).
-        pool_size: Connections kept open.
-        max_overflow: Extra connections under load.
+        pool_size: Connections kept open; ``None``: 10 async, 5 sync.
+        max_overflow: Extra connections under load; ``None``: 0 async, 20 sync.
         pool_pre_ping: Test each connection on checkout (one more round trip per call).
         driver_options: Keyword arguments for the driver's ``connect()``; they win over the
             URL's query and the settings derived from the timeouts.
@@ -186,6 +191,12 @@ def engine_arguments(
     }
     memory = parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
     if not memory:
+        async_size, async_overflow = _ASYNC_POOL
+        sync_size, sync_overflow = _SYNC_POOL
+        if pool_size is None:
+            pool_size = async_size if is_async else sync_size
+        if max_overflow is None:
+            max_overflow = async_overflow if is_async else sync_overflow
         kwargs |= {
             "pool_size": pool_size,
             "max_overflow": max_overflow,

@@ -46,15 +46,17 @@ class SqlOptions(BaseModel):
     is closed and ``RepositoryTimeoutError`` raised (``RepositoryWriteTimeoutError`` for a
     write that may have been applied). Applies to PostgreSQL and MySQL/MariaDB; SQLite
     waits for its file lock instead (30 s)."""
-    pool_size: int = Field(default=10, ge=1)
-    """Connections kept open by a repository that owns its engine. Callers beyond it wait
-    (up to ``connect_timeout``) for one to come back: on a busy server more connections add
-    contention, not throughput (see docs/backends/sql.md, "Concurrency")."""
-    max_overflow: int = Field(default=0, ge=0)
-    """Extra connections opened under load beyond ``pool_size``, closed again as soon as
-    they are returned while the pool is full. Off by default: opening one per checkout
-    (a new server process on PostgreSQL, its prepared statements lost) is what made an
-    async repository's throughput collapse as concurrent tasks grew."""
+    pool_size: int | None = Field(default=None, ge=1)
+    """Connections kept open by a repository that owns its engine. ``None``: 10 for the
+    async repository, 5 for the sync one. Callers beyond the open connections (and the
+    overflow) wait, up to ``connect_timeout``, for one to come back (see
+    docs/backends/sql.md, "Concurrency")."""
+    max_overflow: int | None = Field(default=None, ge=0)
+    """Extra connections opened under load beyond ``pool_size``, each closed again when it
+    is returned while the pool is full. ``None``: 0 for the async repository (opening one
+    per checkout, a new server process on PostgreSQL with its prepared statements lost, made
+    its throughput collapse as tasks grew), 20 for the sync one (threads take the GIL in
+    turn and rarely overflow; fewer connections made their waits long)."""
 
     pool_pre_ping: bool = False
     """Test every pooled connection before use. Off by default: it costs a round trip per
