@@ -73,7 +73,8 @@ def server_pid(url: str) -> int | None:
 
 
 def cpu_seconds(pid: int | None) -> float | None:
-    """CPU time of a process and its live children (PostgreSQL forks one per connection)."""
+    """CPU time of a process and its children, live or reaped (PostgreSQL forks one per
+    connection, and a closed connection's process ends)."""
     if pid is None:
         return None
     total = 0.0
@@ -84,8 +85,10 @@ def cpu_seconds(pid: int | None) -> float | None:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(entry.name) == pid or int(fields[1]) == pid:  # fields[1] is the parent pid
-            total += (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+        if int(entry.name) == pid:  # utime + stime, and cutime + cstime: exited children
+            total += sum(int(f) for f in fields[11:15]) / TICKS
+        elif int(fields[1]) == pid:  # a live child (fields[1] is the parent pid)
+            total += (int(fields[11]) + int(fields[12])) / TICKS
     return total
 
 
