@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
@@ -125,3 +127,44 @@ async def test_server_version_and_db_system(redis_url: str) -> None:
         assert repository.server_version().startswith("Redis 7.")
         assert repository.db_system == AsyncRedisChatMemoryRepository.db_system == "redis"
         assert repository.db_collection_name == "chatmem"
+
+
+def test_more_concurrent_callers_than_connections_wait_instead_of_failing(
+    redis_url: str,
+) -> None:
+    conversation = f"busy-{uuid.uuid4().hex[:8]}"
+    with RedisChatMemoryRepository.from_url(
+        redis_url, key_prefix=PREFIX, max_connections=2
+    ) as repository:
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            list(
+                pool.map(
+                    lambda i: repository.append(conversation, [UserMessage(f"m{i}")]),
+                    range(60),
+                )
+            )
+        assert len(repository.find_by_conversation_id(conversation)) == 60
+        assert repository._client.connection_pool.max_connections == 2
+        repository.delete_by_conversation_id(conversation)
+
+
+async def test_more_concurrent_tasks_than_connections_wait_instead_of_failing(
+    redis_url: str,
+) -> None:
+    conversation = f"busy-{uuid.uuid4().hex[:8]}"
+    repository = AsyncRedisChatMemoryRepository.from_url(
+        redis_url, key_prefix=PREFIX, max_connections=2
+    )
+    try:
+        await asyncio.gather(
+            *(repository.append(conversation, [UserMessage(f"m{i}")]) for i in range(60))
+        )
+        assert len(await repository.find_by_conversation_id(conversation)) == 60
+        await repository.delete_by_conversation_id(conversation)
+    finally:
+        await repository.aclose()
+
+
+def test_the_default_pool_holds_redis_py_s_limit(redis_url: str) -> None:
+    with RedisChatMemoryRepository.from_url(redis_url) as repository:
+        assert repository._client.connection_pool.max_connections == 100

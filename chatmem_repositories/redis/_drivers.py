@@ -8,7 +8,8 @@ Likewise for Redis Cluster: ``AsyncRedisCluster`` and ``AsyncClusterNode`` (from
 
 from __future__ import annotations
 
-from redis import Redis
+from redis import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool as AsyncBlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
@@ -17,12 +18,18 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.commands.core import AsyncScript, Script
 from redis.retry import Retry
 
+DEFAULT_MAX_CONNECTIONS = 100
+"""Connections a URL-made client keeps at most (redis-py's own limit); callers past it wait."""
+
 __all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "AsyncBlockingConnectionPool",
     "AsyncClusterNode",
     "AsyncRedis",
     "AsyncRedisCluster",
     "AsyncRetry",
     "AsyncScript",
+    "BlockingConnectionPool",
     "ClusterNode",
     "Redis",
     "RedisCluster",

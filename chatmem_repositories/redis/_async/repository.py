@@ -36,6 +36,8 @@ from chatmem_repositories.redis._codec import (
     stored_from_pairs,
 )
 from chatmem_repositories.redis._drivers import (
+    DEFAULT_MAX_CONNECTIONS,
+    AsyncBlockingConnectionPool,
     AsyncRedis,
     AsyncRedisCluster,
     AsyncRetry,
@@ -173,7 +175,15 @@ class AsyncRedisChatMemoryRepository:
                     parsed.url, startup_nodes=seeds, retry=AsyncRetry(NoBackoff(), 0), **kwargs
                 )
             else:
-                client = AsyncRedis.from_url(parsed.url, retry=AsyncRetry(NoBackoff(), 0), **kwargs)
+                # redis-py's default pool raises "Too many connections" once max_connections
+                # are checked out; a blocking pool makes further callers wait for one, so a
+                # burst of concurrent turns queues instead of failing.
+                pool = AsyncBlockingConnectionPool.from_url(
+                    parsed.url,
+                    retry=AsyncRetry(NoBackoff(), 0),
+                    **{"max_connections": DEFAULT_MAX_CONNECTIONS, **kwargs},
+                )
+                client = AsyncRedis.from_pool(pool)
         except ValueError as exc:  # redis-py's reading of a driver parameter's value
             raise ConfigurationError(
                 f"invalid Redis URL {redact_url(url)!r}: {scrub(str(exc), url)}"

@@ -38,6 +38,8 @@ from chatmem_repositories.redis._codec import (
     stored_from_pairs,
 )
 from chatmem_repositories.redis._drivers import (
+    DEFAULT_MAX_CONNECTIONS,
+    BlockingConnectionPool,
     Redis,
     RedisCluster,
     Retry,
@@ -175,7 +177,15 @@ class RedisChatMemoryRepository:
                     parsed.url, startup_nodes=seeds, retry=Retry(NoBackoff(), 0), **kwargs
                 )
             else:
-                client = Redis.from_url(parsed.url, retry=Retry(NoBackoff(), 0), **kwargs)
+                # redis-py's default pool raises "Too many connections" once max_connections
+                # are checked out; a blocking pool makes further callers wait for one, so a
+                # burst of concurrent turns queues instead of failing.
+                pool = BlockingConnectionPool.from_url(
+                    parsed.url,
+                    retry=Retry(NoBackoff(), 0),
+                    **{"max_connections": DEFAULT_MAX_CONNECTIONS, **kwargs},
+                )
+                client = Redis.from_pool(pool)
         except ValueError as exc:  # redis-py's reading of a driver parameter's value
             raise ConfigurationError(
                 f"invalid Redis URL {redact_url(url)!r}: {scrub(str(exc), url)}"
