@@ -17,9 +17,6 @@ from sqlalchemy import (
     CompoundSelect,
     Delete,
     Insert,
-    Integer,
-    and_,
-    bindparam,
     case,
     func,
     null,
@@ -33,6 +30,7 @@ from chatmem.backend import StoredMessage
 from chatmem.conversation_ids import owner_of
 from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, id_text, stored_in
 from chatmem_repositories.sql._plans.base import PURGE_BATCH, Plan
+from chatmem_repositories.sql._plans.reservation import reservation_parts
 from chatmem_repositories.sql._plans.steps import Body, Execute, Program, Query, Transaction
 
 __all__ = ["MysqlPlan"]
@@ -122,28 +120,10 @@ class MysqlPlan(Plan):
         statement = self._reserve_statements.get(with_system)
         if statement is not None:
             return statement
-        # No parameter is named after a column: SQLAlchemy would add it to the statement.
         c = self.tables.conversations.c
-        n = bindparam("n", type_=Integer())
-        now = bindparam("at", type_=c.updated_at.type)
-        expires_at = bindparam("until", type_=c.expires_at.type)
-        offset = bindparam("sys", type_=Integer())
-        is_expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
-        row = {
-            "conversation_id": bindparam("cid", type_=c.conversation_id.type),
-            "owner": bindparam("owned_by", type_=c.owner.type),
-            "next_position": n + FIRST_POSITION,
-            "first_position": 0,
-            "system_position": offset + FIRST_POSITION if with_system else null(),
-            "created_at": now,
-            "updated_at": now,
-            "expires_at": expires_at,
-        }
-        system = (
-            c.next_position + offset
-            if with_system
-            else case((is_expired, null()), else_=c.system_position)
-        )
+        parts = reservation_parts(self.tables.conversations, with_system)
+        n, now, expires_at, is_expired = parts.n, parts.now, parts.expires_at, parts.is_expired
+        system, row = parts.system, parts.row
         # Left to right, each assignment seeing the ones before it (MySQL's rule). The last
         # one also sets LAST_INSERT_ID to 2 * next_position + (1 if this revived an expired
         # conversation, whose first_position then equals the old next_position).

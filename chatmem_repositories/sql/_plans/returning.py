@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, Integer, Table, and_, bindparam, case, null
+from sqlalchemy import Insert, Table, case
 
 from chatmem.backend import StoredMessage
 from chatmem.conversation_ids import owner_of
-from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, chunks, stored_in
+from chatmem_repositories.sql._codec import INSERT_CHUNK, Batch, chunks, stored_in
 from chatmem_repositories.sql._plans.base import Plan
+from chatmem_repositories.sql._plans.reservation import reservation_parts
 from chatmem_repositories.sql._plans.steps import Body, Execute
 
 __all__ = ["ReturningPlan"]
@@ -72,29 +73,11 @@ class ReturningPlan(Plan):
         cached = self._reserve_statements.get(with_system)
         if cached is not None:
             return cached
-        # No parameter is named after a column: SQLAlchemy would add it to the statement.
         c = self.tables.conversations.c
-        n = bindparam("n", type_=Integer())
-        now = bindparam("at", type_=c.updated_at.type)
-        expires_at = bindparam("until", type_=c.expires_at.type)
-        offset = bindparam("sys", type_=Integer())
-        is_expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
-        row = {
-            "conversation_id": bindparam("cid", type_=c.conversation_id.type),
-            "owner": bindparam("owned_by", type_=c.owner.type),
-            "next_position": n + FIRST_POSITION,
-            "first_position": 0,
-            "system_position": offset + FIRST_POSITION if with_system else null(),
-            "created_at": now,
-            "updated_at": now,
-            "expires_at": expires_at,
-        }
+        parts = reservation_parts(self.tables.conversations, with_system)
+        n, now, expires_at, is_expired = parts.n, parts.now, parts.expires_at, parts.is_expired
         # The SET clause reads the row as it was (SQL's rule, unlike MySQL's).
-        system = (
-            c.next_position + offset
-            if with_system
-            else case((is_expired, null()), else_=c.system_position)
-        )
+        system, row = parts.system, parts.row
         statement: Insert = (
             self.dialect_insert(self.tables.conversations)
             .values(row)
