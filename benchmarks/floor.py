@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """chatmem's turn against the floor: the same driver doing the least a turn needs, no chatmem.
 
-A chatmem turn is what a chat app does per request through MessageWindowChatMemory (window of
-20): get, add the user message, add the assistant message, 200-character messages. The floor
+A chatmem turn is what MessageChatMemoryAdvisor does per request through
+MessageWindowChatMemory (window of 20): get, then one add of the user message and the answer,
+200-character messages. ``--adds 2`` measures an app that calls ``add`` once per message. The floor
 (benchmarks/_floor_drivers.py) is one indexed read of the newest 20 rows of one conversation
 and one round trip inserting two, with the same driver and connection settings. Both fill a
 conversation of each length first; then turns are measured round-robin, alternating which of
@@ -56,7 +57,9 @@ def chunks(n: int) -> list[list[Message]]:
     return [messages[start : start + BATCH] for start in range(0, n, BATCH)]
 
 
-def run_sync(url: str, lengths: list[int], turns: int, warmup: int) -> dict[str, Any]:
+def run_sync(
+    url: str, lengths: list[int], turns: int, warmup: int, adds: int = 1
+) -> dict[str, Any]:
     repository = create_repository(url)
     memory = MessageWindowChatMemory(repository, max_messages=20)
     floor: Any = None
@@ -77,8 +80,11 @@ def run_sync(url: str, lengths: list[int], turns: int, warmup: int) -> dict[str,
                     began = time.perf_counter()
                     if which == 0:
                         memory.get(cid)
-                        memory.add(cid, user)
-                        memory.add(cid, answer)
+                        if adds == 1:
+                            memory.add(cid, [user, answer])
+                        else:
+                            memory.add(cid, user)
+                            memory.add(cid, answer)
                     else:
                         floor.turn(cid)
                     elapsed = time.perf_counter() - began
@@ -93,7 +99,9 @@ def run_sync(url: str, lengths: list[int], turns: int, warmup: int) -> dict[str,
     return {"chatmem": mine, "floor": base}
 
 
-async def run_async(url: str, lengths: list[int], turns: int, warmup: int) -> dict[str, Any]:
+async def run_async(
+    url: str, lengths: list[int], turns: int, warmup: int, adds: int = 1
+) -> dict[str, Any]:
     repository = create_async_repository(url)
     memory = AsyncMessageWindowChatMemory(repository, max_messages=20)
     floor: Any = None
@@ -114,8 +122,11 @@ async def run_async(url: str, lengths: list[int], turns: int, warmup: int) -> di
                     began = time.perf_counter()
                     if which == 0:
                         await memory.get(cid)
-                        await memory.add(cid, user)
-                        await memory.add(cid, answer)
+                        if adds == 1:
+                            await memory.add(cid, [user, answer])
+                        else:
+                            await memory.add(cid, user)
+                            await memory.add(cid, answer)
                     else:
                         await floor.turn(cid)
                     elapsed = time.perf_counter() - began
@@ -175,6 +186,9 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=200, help="measured turns per length")
     parser.add_argument("--warmup", type=int, default=20, help="unmeasured turns per length")
     parser.add_argument("--async", dest="use_async", action="store_true", help="async twin")
+    parser.add_argument(
+        "--adds", type=int, choices=(1, 2), default=1, help="adds per turn (the advisor does 1)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--table", type=Path, help="print a table of floor-*.json in this dir")
     args = parser.parse_args()
@@ -184,13 +198,18 @@ def main() -> int:
     lengths = sorted(int(x) for x in args.lengths.split(","))
     began = time.perf_counter()
     if args.use_async:
-        samples = asyncio.run(run_async(args.url, lengths, args.turns, args.warmup))
+        samples = asyncio.run(run_async(args.url, lengths, args.turns, args.warmup, args.adds))
     else:
-        samples = run_sync(args.url, lengths, args.turns, args.warmup)
+        samples = run_sync(args.url, lengths, args.turns, args.warmup, args.adds)
     result = {
         "url": redact_url(args.url),
         "flavor": "async" if args.use_async else "sync",
-        "turn": "get (window 20) + add(user) + add(assistant), 200-char messages",
+        "turn": (
+            "get (window 20) + add([user, assistant]), 200-char messages"
+            if args.adds == 1
+            else "get (window 20) + add(user) + add(assistant), 200-char messages"
+        ),
+        "adds": args.adds,
         "floor": "newest-20 indexed read + one two-row insert, same driver, no chatmem",
         "lengths": summarize(samples),
         "load_average": [round(x, 2) for x in os.getloadavg()],
