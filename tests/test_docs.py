@@ -31,7 +31,7 @@ EXAMPLES = [
     for example in find_examples(str(ROOT / "README.md"), str(ROOT / "docs"))
     if example.prefix in ("python", "py")
 ]
-SERVER_VARIABLE = re.compile(r"CHATMEM_TEST_([A-Z0-9]+)_URL")
+SERVER_VARIABLE = re.compile(r"CHATMEM_TEST_([A-Z0-9_]+?)_URL")
 
 
 def _example_id(example: CodeExample) -> str:
