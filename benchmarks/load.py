@@ -4,7 +4,8 @@
 Each client (a thread for the sync repository, a task for the async one; all share one
 repository and one MessageWindowChatMemory, as a service would) loops for ``--seconds``:
 pick one of ``--conversations`` ids at random, then do a turn (get with a 20-message window,
-add the user message, add the assistant message; 200-character messages). Conversations come
+one add of the user message and the answer, as MessageChatMemoryAdvisor does; ``--adds 2``
+adds them one at a time; 200-character messages). Conversations come
 into existence on their first turn (``--fill`` stores that many messages in each first).
 
 Per client count it prints turns per second, p50/p99 turn latency, the CPU the server used
@@ -162,8 +163,11 @@ def run_sync(args: argparse.Namespace, ids: list[str], pid: int | None) -> list[
                 began = time.perf_counter()
                 try:
                     memory.get(cid)
-                    memory.add(cid, user)
-                    memory.add(cid, answer)
+                    if args.adds == 1:
+                        memory.add(cid, [user, answer])
+                    else:
+                        memory.add(cid, user)
+                        memory.add(cid, answer)
                 except RepositoryError as exc:  # counted, and the client goes on
                     FAILURES.append(type(exc).__name__)
                     continue
@@ -225,8 +229,11 @@ async def run_async_levels(
                 began = time.perf_counter()
                 try:
                     await memory.get(cid)
-                    await memory.add(cid, user)
-                    await memory.add(cid, answer)
+                    if args.adds == 1:
+                        await memory.add(cid, [user, answer])
+                    else:
+                        await memory.add(cid, user)
+                        await memory.add(cid, answer)
                 except RepositoryError as exc:  # counted, and the client goes on
                     FAILURES.append(type(exc).__name__)
                     continue
@@ -291,6 +298,7 @@ def main() -> int:
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--fill", type=int, default=0, help="messages stored per conversation")
     parser.add_argument("--server-pid", type=int, help="server process for the CPU column")
+    parser.add_argument("--adds", type=int, choices=(1, 2), default=1, help="adds per turn")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--table", type=Path, help="print a table of load-*.json in this dir")
     parser.add_argument("--bytes-per-message", type=int, metavar="N", help="store N, report size")
@@ -315,7 +323,11 @@ def main() -> int:
         "flavor": "async" if args.use_async else "sync",
         "conversations": args.conversations,
         "seconds_per_level": args.seconds,
-        "turn": "get (window 20) + add(user) + add(assistant), 200-char messages",
+        "turn": (
+            "get (window 20) + add([user, assistant]), 200-char messages"
+            if args.adds == 1
+            else "get (window 20) + add(user) + add(assistant), 200-char messages"
+        ),
         "cpu_count": os.cpu_count(),
         "levels": levels,
         "wall_seconds": round(time.perf_counter() - began, 1),
