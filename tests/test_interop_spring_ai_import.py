@@ -174,6 +174,17 @@ def test_spring_ai_jdbc_table() -> None:
         engine.dispose()
 
 
+def test_spring_ai_jdbc_missing_table_is_a_source_error(tmp_path: Path) -> None:
+    # Neither the name nor its lower-case form is there: a SourceError naming both, as the
+    # other readers do, not SQLAlchemy's NoSuchTableError.
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    sqlalchemy.create_engine(url).dispose()
+    with pytest.raises(SourceError, match="spring-ai-jdbc: no table 'SPRING_AI_CHAT_MEMORY'"):
+        list(spring_ai_jdbc_conversations(url))
+    with pytest.raises(SourceError, match=r"no table 'absent' *$"):
+        list(read_source("spring-ai-jdbc", server_url("postgresql"), table="absent"))
+
+
 # --- Cassandra -------------------------------------------------------------------------
 
 

@@ -126,7 +126,14 @@ def spring_ai_jdbc_conversations(
         table = sqlalchemy.Table(table_name, metadata, autoload_with=engine)
     except sqlalchemy.exc.NoSuchTableError:
         # PostgreSQL folds the unquoted name Spring AI creates to lower case.
-        table = sqlalchemy.Table(table_name.lower(), metadata, autoload_with=engine)
+        try:
+            table = sqlalchemy.Table(table_name.lower(), metadata, autoload_with=engine)
+        except sqlalchemy.exc.NoSuchTableError:
+            engine.dispose()
+            raise SourceError(
+                f"spring-ai-jdbc: no table {table_name!r}"
+                + (f" (nor {table_name.lower()!r})" if table_name.lower() != table_name else "")
+            ) from None
     columns = table.c
     query = sqlalchemy.select(
         columns.conversation_id, columns.content, columns.type, columns["timestamp"]
