@@ -38,6 +38,11 @@ from .expiry import Expiry
 __all__ = ["Batches"]
 
 _INSERT_ATTEMPTS = 100
+# How far below the position counter a window read reaches beyond its limit, for the
+# positions that hold no message shown there (system messages, unused positions).
+_WINDOW_SLACK = 8
+_PROJECTION = {"_id": 0, "position": 1, "data": 1, "batch": 1}
+_WINDOW_PROJECTION = {**_PROJECTION, "type": 1}
 
 
 _SYSTEM = MessageType.SYSTEM.value
@@ -71,11 +76,59 @@ class Batches:
         """Fetch message documents as they are, without looking at batches."""
         cursor = self._messages.find(
             query,
-            projection={"_id": 0, "position": 1, "data": 1, "batch": 1},
+            projection=_PROJECTION,
             sort=[("position", DESCENDING if newest_first else ASCENDING)],
             limit=limit,
         )
         return cursor.to_list(None)
+
+    def window(
+        self, scope: Document, limit: int, counter: int | None
+    ) -> tuple[Document | None, list[Document]]:
+        """Fetch the newest system message and the newest ``limit`` others (newest first).
+
+        The others are documents of whole batches, as :meth:`page` keeps them. With the
+        conversation's position counter, usually one ``find``: every message positioned
+        within ``limit + _WINDOW_SLACK`` of the counter (or after it), and the system
+        messages, newest first, at most one more than that reach. The newest system
+        message there is the current one: every system message matches the filter, and all
+        that matched above the last one returned are returned. When the answer cannot tell
+        (no system message among a full answer; fewer others than ``limit`` although the
+        reach did not go back to position 1: unused positions, or a counter behind the
+        stored positions), the missing part is read as ``find_latest`` and ``find_recent``
+        read it (one more query each).
+        """
+        if counter is None:
+            return self._system(scope), self._recent(scope, limit)
+        reach = limit + _WINDOW_SLACK
+        bottom = counter - reach  # every message above this position is in the answer
+        fetch = reach + 1
+        found = self._messages.find(
+            {**scope, "$or": [{"position": {"$gt": bottom}}, {"type": _SYSTEM}]},
+            projection=_WINDOW_PROJECTION,
+            sort=[("position", DESCENDING)],
+            limit=fetch,
+        ).to_list(None)
+        full = len(found) == fetch
+        system = next((d for d in found if d.get("type") == _SYSTEM), None)
+        if system is None and full:
+            system = self._system(scope)
+        low = bottom + 1
+        if full:
+            low = max(low, int(found[-1]["position"]))
+        shown = [d for d in found if int(d["position"]) >= low]  # every message from low up
+        kept = [d for d in whole_batches(shown, low=low) if d.get("type") != _SYSTEM]
+        if len(kept) >= limit or (low <= 1 and not full):
+            return system, kept[:limit]
+        return system, self._recent(scope, limit)
+
+    def _system(self, scope: Document) -> Document | None:
+        found = self.documents({**scope, "type": _SYSTEM}, newest_first=True, limit=1)
+        return found[0] if found else None
+
+    def _recent(self, scope: Document, limit: int) -> list[Document]:
+        query = {**scope, "type": {"$ne": _SYSTEM}}
+        return self.page(query, limit=limit, newest_first=True, skip_system=True)
 
     def page(
         self,

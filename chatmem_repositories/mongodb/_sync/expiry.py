@@ -100,23 +100,35 @@ class Expiry:
         With a TTL, messages are also filtered by the conversation's ``gen``, so leftovers of
         an earlier life never show; without one nothing is read.
         """
-        query: Document = {"conversation_id": conversation_id}
         if self.ttl is None:
-            return query
+            return {"conversation_id": conversation_id}
+        return (self.scope_and_counter(conversation_id))[0]
+
+    def scope_and_counter(self, conversation_id: str) -> tuple[Document | None, int | None]:
+        """Return :meth:`scope` and the conversation's position counter, from one lookup.
+
+        The conversation document is read by ``_id`` (with or without a TTL). The counter
+        is ``None`` when there is no document; the filter is ``None`` when the conversation
+        has expired (or, with a TTL, does not exist).
+        """
+        query: Document = {"conversation_id": conversation_id}
         document = self._conversations.find_one(
-            {"_id": conversation_id}, projection={"expires_at": 1, "gen": 1}
+            {"_id": conversation_id}, projection={"expires_at": 1, "gen": 1, "last_position": 1}
         )
+        counter = None if document is None else int(document.get("last_position", 0))
+        if self.ttl is None:
+            return query, counter
         now = self.now()
         if document is None and not self.native_ttl:
             # A purge may have deleted the document under live messages an instant ago (see
             # restore); until it or the append puts it back, the messages speak for it.
             newest = self.newest_live(conversation_id, now)
             if newest is None:
-                return None
-            return {**query, "gen": newest.get("gen"), **live(now)}
+                return None, None
+            return {**query, "gen": newest.get("gen"), **live(now)}, None
         if document is None or is_expired(document, now):
-            return None
-        return {**query, "gen": document.get("gen")}
+            return None, None
+        return {**query, "gen": document.get("gen")}, counter
 
     def newest_live(self, conversation_id: str, now: datetime) -> Document | None:
         """Return the newest message written less than a TTL before ``now``."""

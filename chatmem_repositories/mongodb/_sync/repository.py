@@ -62,11 +62,12 @@ class MongoChatMemoryRepository:
 
     Works on MongoDB and on MongoDB wire-protocol servers without transactions or TTL
     indexes (FerretDB 1.x). An append is two round trips (reserve positions with ``$inc``,
-    then insert the batch whole); a memory read is two (the system message, then the window,
-    each one indexed lookup). Reads show a batch of messages appended together whole or not
-    at all. With a TTL, each read first checks the conversation's stored expiry (one more
-    round trip), and on servers without TTL indexes each append then checks that a
-    concurrent ``purge_expired`` did not delete its conversation document (one more).
+    then insert the batch whole); a memory read (:meth:`find_window`) is two: the
+    conversation document by ``_id`` (its stored expiry and position counter), then one
+    ``find`` that returns the system message and the window together. Reads show a batch of
+    messages appended together whole or not at all. With a TTL, on servers without TTL
+    indexes each append then checks that a concurrent ``purge_expired`` did not delete its
+    conversation document (one more round trip).
     Summaries (:class:`~chatmem.repository.SummaryStore`) live in a third collection,
     ``<prefix>summaries``: each write inserts the next version, and a unique index lets one
     writer of a version win (FerretDB's filtered updates are not atomic).
@@ -302,6 +303,31 @@ class MongoChatMemoryRepository:
             newest = [stored_from_document(d, conversation_id) for d in documents]
         newest.reverse()
         return newest
+
+    def find_window(
+        self, conversation_id: str, limit: int
+    ) -> tuple[StoredMessage | None, list[StoredMessage]]:
+        """Return the current system message and the newest ``limit`` others, oldest first.
+
+        What :meth:`find_system_message` and :meth:`find_recent` return, usually in two
+        round trips: the conversation document by ``_id`` (its expiry, its life and its
+        position counter), then one ``find`` of the messages near the counter and the
+        system messages (see ``Batches.window``). When that answer leaves the system
+        message or part of the window unknown, one more query reads it.
+        """
+        validate_conversation_id(conversation_id)
+        check_limit(limit)
+        if limit == 0:
+            return self.find_system_message(conversation_id), []
+        self._ready()
+        with mapped_errors():
+            query, counter = self._expiry.scope_and_counter(conversation_id)
+            if query is None:
+                return None, []
+            system, documents = self._batches.window(query, limit, counter)
+            window = [stored_from_document(d, conversation_id) for d in reversed(documents)]
+            found = None if system is None else stored_from_document(system, conversation_id)
+        return found, window
 
     def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the latest system message: one indexed lookup, no scan."""
