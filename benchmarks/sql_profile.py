@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Where a turn's time goes on the sync SQL repository, by layer (cProfile, own time).
 
-Runs ``--turns`` turns (``memory.get`` with a 20-message window + ``add(user)`` +
-``add(assistant)``) under cProfile and adds up each function's own time into layers, by the
-module it lives in:
+Runs ``--turns`` turns (``memory.get`` with a 20-message window + one
+``add([user, answer])``, what the memory advisor does; ``--adds 2`` adds them one at a
+time) under cProfile, on the sync repository or with ``--async`` the async one, and adds
+up each function's own time into layers, by the module it lives in:
 
 - ``validation``: conversation id and argument checks;
 - ``messages``: message construction and pydantic validation;
@@ -19,12 +20,13 @@ module it lives in:
 cProfile slows Python code down more than C code, so the Python layers are overstated; the
 split is for comparing layers and versions, not absolute times. Usage:
 
-    python benchmarks/sql_profile.py --url postgresql://test:test@127.0.0.1:54329/testdb
+    python benchmarks/sql_profile.py --url postgresql://test:test@127.0.0.1:54329/testdb [--async]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import pstats
 import sys
@@ -32,6 +34,7 @@ import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 if __name__ == "__main__" and "--source" not in sys.argv:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -46,14 +49,18 @@ _RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # Sending wakes the server's process, which on a busy machine takes the sender's core:
     # the send is counted as the server's.
     ("server", ("psycopg/waiting",), (*_WAITS, "wait", "_send_query_prepared", "_execute_send")),
+    # The async repository's event loop waiting for the socket (selectors, asyncio's run).
+    ("server", ("selectors",), ("select", "_run_once")),
     ("validation", ("conversation_ids",), ("check_limit", "check_clock")),
     ("codec", ("/sql/_codec", "json"), ("encode_message", "decode_message", "searchable_text")),
     ("codec", (), ("_encodable", "dump_json", "validate_json", "to_json", "dumps", "loads")),
     ("messages", ("chatmem/messages", "pydantic"), ()),
     ("statements", ("/sql/_plans", "/sql/_statements", "sqlalchemy/sql"), ()),
     ("statements", ("sqlalchemy/dialects", "sqlalchemy/util"), ()),
-    ("sqlalchemy engine", ("sqlalchemy", "/sql/_sync/runner", "_deadline"), ()),
-    ("driver", ("psycopg", "pymysql", "MySQLdb", "sqlite3"), ()),
+    ("sqlalchemy engine", ("sqlalchemy", "/sql/_sync/runner", "/sql/_async/runner"), ()),
+    ("sqlalchemy engine", ("_deadline", "greenlet"), ()),
+    ("driver", ("psycopg", "pymysql", "MySQLdb", "sqlite3", "aiomysql", "aiosqlite"), ()),
+    ("event loop", ("asyncio",), ()),
     ("memory layer", ("chatmem/", "chatmem_repositories"), ()),
 ]
 
@@ -82,38 +89,84 @@ def layer(filename: str, function: str) -> str:
     return "other"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--turns", type=int, default=300)
-    parser.add_argument("--show-other", action="store_true", help="list the 'other' layer")
-    parser.add_argument("--source", help="import chatmem from this tree (a before version)")
-    args = parser.parse_args()
-    if args.source:
-        sys.path.insert(0, args.source)
-    from chatmem import AssistantMessage, MessageWindowChatMemory, UserMessage
-    from chatmem_repositories import create_repository, redact_url
+def _turn_messages(i: int, adds: int) -> list[list[Any]]:
+    from chatmem import AssistantMessage, UserMessage
 
-    repository = create_repository(args.url, initialize_schema="always")
+    pair = [UserMessage(f"q{i} {TEXT}"[:200]), AssistantMessage(TEXT)]
+    return [pair] if adds == 1 else [[message] for message in pair]
+
+
+def _profile_sync(url: str, turns: int, adds: int) -> tuple[cProfile.Profile, float]:
+    from chatmem import MessageWindowChatMemory
+    from chatmem_repositories import create_repository
+
+    repository = create_repository(url, initialize_schema="always")
     memory = MessageWindowChatMemory(repository, max_messages=20)
     cid = f"profile-{uuid.uuid4().hex[:8]}"
     try:
         for i in range(30):
             memory.get(cid)
-            memory.add(cid, UserMessage(f"q{i} {TEXT}"[:200]))
-            memory.add(cid, AssistantMessage(TEXT))
+            for messages in _turn_messages(i, adds):
+                memory.add(cid, messages)
         profiler = cProfile.Profile()
         began = time.perf_counter()
         profiler.enable()
-        for i in range(args.turns):
+        for i in range(turns):
             memory.get(cid)
-            memory.add(cid, UserMessage(f"q{i} {TEXT}"[:200]))
-            memory.add(cid, AssistantMessage(TEXT))
+            for messages in _turn_messages(i, adds):
+                memory.add(cid, messages)
         profiler.disable()
         wall = time.perf_counter() - began
     finally:
         repository.delete_by_conversation_id(cid)
         repository.close()
+    return profiler, wall
+
+
+async def _profile_async(url: str, turns: int, adds: int) -> tuple[cProfile.Profile, float]:
+    from chatmem import AsyncMessageWindowChatMemory
+    from chatmem_repositories import create_async_repository
+
+    repository = create_async_repository(url, initialize_schema="always")
+    memory = AsyncMessageWindowChatMemory(repository, max_messages=20)
+    cid = f"profile-{uuid.uuid4().hex[:8]}"
+    try:
+        for i in range(30):
+            await memory.get(cid)
+            for messages in _turn_messages(i, adds):
+                await memory.add(cid, messages)
+        profiler = cProfile.Profile()
+        began = time.perf_counter()
+        profiler.enable()
+        for i in range(turns):
+            await memory.get(cid)
+            for messages in _turn_messages(i, adds):
+                await memory.add(cid, messages)
+        profiler.disable()
+        wall = time.perf_counter() - began
+    finally:
+        await repository.delete_by_conversation_id(cid)
+        await repository.aclose()
+    return profiler, wall
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--adds", type=int, choices=(1, 2), default=1, help="adds per turn")
+    parser.add_argument("--async", dest="use_async", action="store_true", help="async twin")
+    parser.add_argument("--show-other", action="store_true", help="list the 'other' layer")
+    parser.add_argument("--source", help="import chatmem from this tree (a before version)")
+    args = parser.parse_args()
+    if args.source:
+        sys.path.insert(0, args.source)
+    if args.use_async:
+        profiler, wall = asyncio.run(_profile_async(args.url, args.turns, args.adds))
+    else:
+        profiler, wall = _profile_sync(args.url, args.turns, args.adds)
+    from chatmem_repositories import redact_url
+
     totals: dict[str, float] = defaultdict(float)
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     for (filename, _line, function), (_cc, _nc, own, _cum, _callers) in stats.items():

@@ -384,6 +384,11 @@ def test_save_all_of_a_new_conversation_next_to_a_save_all_in_flight(url: str) -
 
 
 def count_statements(repository: Any) -> list[str]:
+    """Record the first word of every statement the repository's connections send.
+
+    On PostgreSQL the turn's statements go to psycopg's cursor without SQLAlchemy's
+    execution (and its events): new connections get a cursor class that records them.
+    """
     statements: list[str] = []
     engine = repository._engine
     target = getattr(engine, "sync_engine", engine)
@@ -391,7 +396,21 @@ def count_statements(repository: Any) -> list[str]:
     def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         statements.append(statement.split(None, 1)[0].upper())
 
-    event.listen(target, "before_cursor_execute", record)
+    if target.dialect.name != "postgresql":
+        event.listen(target, "before_cursor_execute", record)
+        return statements
+    import psycopg
+
+    class Recording(psycopg.Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            statements.append(str(query).split(None, 1)[0].upper())
+            return super().execute(query, params, **kwargs)
+
+    def recording(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.cursor_factory = Recording
+
+    event.listen(target, "connect", recording)
+    target.dispose()  # every connection from now on records
     return statements
 
 

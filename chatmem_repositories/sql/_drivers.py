@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import weakref
 from collections.abc import Callable, Collection, Mapping
 from datetime import timedelta
 from typing import Any
@@ -18,6 +19,8 @@ from sqlalchemy import Connection, Engine, MetaData, create_engine, event
 from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.ext.asyncio import create_async_engine as async_create_engine
+from sqlalchemy.pool import PoolProxiedConnection
+from sqlalchemy.util import greenlet_spawn
 
 from chatmem.backend import redact_url, scrub
 from chatmem.exceptions import ConfigurationError
@@ -29,13 +32,21 @@ __all__ = [
     "AsyncEngine",
     "Connection",
     "Engine",
+    "Watch",
+    "async_checkin",
+    "async_checkout",
     "async_create_all",
     "async_create_engine",
+    "async_invalidate",
+    "checkin",
+    "checkout",
     "core_engine",
     "create_all",
     "create_engine",
+    "deadline_of",
     "engine_arguments",
     "install_deadlines",
+    "invalidate",
     "prepare_owned_engine",
 ]
 
@@ -278,6 +289,53 @@ def _disarm(info: dict[Any, Any]) -> Deadline | None:
     return deadline
 
 
+Watch = tuple[float, Callable[[Any], int | None]]
+"""An engine's deadline: the seconds allowed per answer, and how to find a connection's socket."""
+
+# The deadline installed on each engine, for the statements the runner sends to the driver
+# itself (SQLAlchemy's events do not see those).
+_WATCHES: weakref.WeakKeyDictionary[Engine, Watch] = weakref.WeakKeyDictionary()
+
+
+def deadline_of(engine: Engine | AsyncEngine) -> Watch | None:
+    """Return the deadline :func:`install_deadlines` put on ``engine``, or ``None``."""
+    return _WATCHES.get(core_engine(engine))
+
+
+async def async_checkout(engine: AsyncEngine) -> PoolProxiedConnection:
+    """Take a connection from the engine's pool (pre-pinged if the engine asks for it)."""
+    return await engine.raw_connection()
+
+
+def checkout(engine: Engine) -> PoolProxiedConnection:
+    """Take a connection from the engine's pool (pre-pinged if the engine asks for it)."""
+    return engine.raw_connection()
+
+
+async def async_checkin(connection: PoolProxiedConnection) -> None:
+    """Give a connection from :func:`async_checkout` back to its pool.
+
+    The pool resets it (a rollback) through SQLAlchemy's adapted driver, which runs in a
+    greenlet.
+    """
+    await greenlet_spawn(connection.close)
+
+
+def checkin(connection: PoolProxiedConnection) -> None:
+    """Give a connection from :func:`checkout` back to its pool."""
+    connection.close()
+
+
+async def async_invalidate(connection: PoolProxiedConnection, exc: BaseException) -> None:
+    """Discard a connection from :func:`async_checkout` (closed in a greenlet)."""
+    await greenlet_spawn(connection.invalidate, exc)
+
+
+def invalidate(connection: PoolProxiedConnection, exc: BaseException) -> None:
+    """Discard a connection from :func:`checkout`."""
+    connection.invalidate(exc)
+
+
 def install_deadlines(
     engine: Engine, seconds: float, socket_of: Callable[[Any], int | None]
 ) -> None:
@@ -321,6 +379,7 @@ def install_deadlines(
         if record is not None:
             _disarm(record.info)
 
+    _WATCHES[engine] = (seconds, socket_of)
     event.listen(engine, "before_cursor_execute", arm)
     event.listen(engine, "after_cursor_execute", answered)
     event.listen(engine, "commit", arm)

@@ -1,7 +1,12 @@
 """Runs a plan's programs on an engine: the SQL repository's only I/O.
 
 Steps in autocommit run on their own connection (a read, or PostgreSQL's one-statement
-append); a transaction runs its body's statements on one connection and commits. A
+append); a transaction runs its body's statements on one connection and commits. On
+PostgreSQL (psycopg), the steps of a turn (statements built once, with parameters) are
+compiled once into SQL text and run on the pooled driver connection's cursor: SQLAlchemy's
+execution of them cost more than the database's work. Such a statement keeps everything
+the engine gives the others: the pool, the deadline on its answer, errors wrapped as
+SQLAlchemy's (so they are retried and mapped alike), a dropped connection discarded. A
 deadlock, a serialization failure or a pooled connection the server dropped runs the step
 again from its start; anything else is mapped to chatmem's errors, with the outcome of a
 write that may have been applied reported as unknown.
@@ -14,10 +19,21 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Executable, MetaData
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.pool import PoolProxiedConnection
 
 from chatmem.backend import AsyncLock
-from chatmem_repositories.sql._drivers import AsyncConnection, AsyncEngine, async_create_all
-from chatmem_repositories.sql._errors import is_retryable, map_error
+from chatmem_repositories._deadline import Deadline, arm_socket
+from chatmem_repositories.sql._compiled import DriverSql, compile_for_driver
+from chatmem_repositories.sql._drivers import (
+    AsyncConnection,
+    AsyncEngine,
+    async_checkin,
+    async_checkout,
+    async_create_all,
+    async_invalidate,
+    deadline_of,
+)
+from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_error
 from chatmem_repositories.sql._plans.steps import (
     Body,
     InsertOrConflict,
@@ -33,6 +49,8 @@ T = TypeVar("T")
 
 _ATTEMPTS = 5  # a transaction that hit a deadlock or serialization failure runs again
 _ERRORS = (sa_exc.SQLAlchemyError, OSError)
+# Drivers whose pooled connections run a turn's statements directly (see the module's text).
+_DIRECT_DRIVERS = ("psycopg", "psycopg_async")
 
 
 def _should_retry(exc: BaseException, attempt: int) -> bool:
@@ -42,6 +60,12 @@ def _should_retry(exc: BaseException, attempt: int) -> bool:
         # (appends are idempotent by message id). Cheaper than pinging on every checkout.
         return attempt < 2
     return attempt < _ATTEMPTS and is_retryable(exc)
+
+
+def _cancelled_expired(deadline: Deadline) -> bool:
+    """Cancel the deadline; return whether it had already fired (the socket is shut)."""
+    deadline.cancel()
+    return deadline.expired
 
 
 class AsyncRunner:
@@ -62,6 +86,12 @@ class AsyncRunner:
         self._metadata = metadata
         self._ready = not create_schema
         self._schema_lock = AsyncLock()
+        dialect = engine.dialect
+        self._direct = dialect.driver in _DIRECT_DRIVERS
+        self._dbapi_error: type[Exception] = getattr(dialect.loaded_dbapi, "Error", Exception)
+        self._watch = deadline_of(engine)
+        # Statements built once per plan, compiled once: id -> (statement, its SQL or None).
+        self._compiled: dict[int, tuple[Executable, DriverSql | None]] = {}
 
     async def ensure_schema(self) -> None:
         """Create the missing tables, once, if this runner was asked to.
@@ -105,8 +135,12 @@ class AsyncRunner:
                 return result
             if isinstance(step, Transaction):
                 answer = await self._transaction(step.body)
+                continue
+            write = isinstance(step, Send)
+            direct = None if step.params is None else self._driver_sql(step.statement)
+            if direct is not None and step.params is not None:
+                answer = await self._direct_autocommit(direct, step.params, write=write)
             else:
-                write = isinstance(step, Send)
                 answer = await self._autocommit(step.statement, step.params, write=write)
 
     async def read(self, statement: Executable) -> list[Any]:
@@ -138,6 +172,89 @@ class AsyncRunner:
                 maybe_applied = maybe_applied or sent
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+
+    def _driver_sql(self, statement: Executable) -> DriverSql | None:
+        """The statement's SQL for the driver, compiled on first use; ``None``: not direct."""
+        if not self._direct:
+            return None
+        cached = self._compiled.get(id(statement))
+        if cached is None or cached[0] is not statement:
+            cached = (statement, compile_for_driver(statement, self._engine.dialect))
+            self._compiled[id(statement)] = cached
+        return cached[1]
+
+    async def _direct_autocommit(
+        self, sql: DriverSql, params: Mapping[str, Any], *, write: bool
+    ) -> list[Any]:
+        """Run one compiled statement in autocommit on a pooled driver connection."""
+        bound = sql.bind(params)
+        attempt = 0
+        maybe_applied = False  # as in _autocommit
+        while True:
+            attempt += 1
+            sent = False
+            try:
+                try:
+                    connection = await async_checkout(self._engine)
+                except self._dbapi_error as exc:
+                    raise self._wrap(exc, invalidated=False) from exc
+                try:
+                    sent = write
+                    rows: list[Any] = await self._run_direct(connection, sql.text, bound)
+                    return rows
+                finally:
+                    await async_checkin(connection)
+            except _ERRORS as exc:
+                maybe_applied = maybe_applied or sent
+                if not _should_retry(exc, attempt):
+                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+
+    async def _run_direct(self, connection: PoolProxiedConnection, text: str, bound: Any) -> Any:
+        """Execute on the driver connection in autocommit, under the engine's deadline."""
+        driver: Any = connection.driver_connection
+        deadline: Deadline | None = None
+        try:
+            await driver.set_autocommit(True)
+            if self._watch is not None:
+                seconds, socket_of = self._watch
+                fd = socket_of(driver)
+                deadline = None if fd is None else arm_socket(seconds, fd)
+            async with driver.cursor() as cursor:
+                await cursor.execute(text, bound)
+                rows = await cursor.fetchall() if cursor.description is not None else []
+            if deadline is not None:
+                deadline.cancel()
+            await driver.set_autocommit(False)
+            return rows
+        except self._dbapi_error as exc:
+            expired = deadline is not None and _cancelled_expired(deadline)
+            invalidated = expired or bool(driver.closed or driver.broken)
+            if invalidated:
+                await async_invalidate(connection, exc)
+            if expired and self._watch is not None:
+                timeout = StatementTimeoutError(
+                    f"no answer within {self._watch[0]:g} s; the connection was closed"
+                )
+                raise timeout from exc
+            raise self._wrap(exc, invalidated=invalidated) from exc
+        except BaseException as exc:
+            # Cancelled or interrupted mid-statement: the connection's state is unknown.
+            if deadline is not None:
+                deadline.cancel()
+            await async_invalidate(connection, exc)
+            raise
+
+    def _wrap(self, exc: Exception, *, invalidated: bool) -> BaseException:
+        """The driver's error as SQLAlchemy raises it, for retrying and mapping alike."""
+        return sa_exc.DBAPIError.instance(
+            None,
+            None,
+            exc,
+            self._dbapi_error,
+            hide_parameters=True,
+            connection_invalidated=invalidated,
+            dialect=self._engine.dialect,
+        )
 
     async def _transaction(self, body: Callable[[], Body[T]]) -> T:
         """Run a transaction's body, again from the start on a retryable failure."""
