@@ -543,7 +543,8 @@ def _neo4j_target(url: str) -> tuple[str, Any, str | None]:
 
 class Neo4jFloor(_Positions):
     """One auto-commit read query and one write query (UNWIND of two CREATEs) per turn, on a
-    range index over (conversation_id, position)."""
+    range index over (conversation_id, position). The read orders by both properties of the
+    index, so it seeks the conversation and reads the newest 20 in index order."""
 
     def __init__(self, url: str) -> None:
         import neo4j
@@ -555,7 +556,7 @@ class Neo4jFloor(_Positions):
         self.read = (
             f"MATCH (m:{self.label}) WHERE m.conversation_id = $cid AND m.position >= 0"
             f" RETURN m.position AS position, m.role AS role, m.content AS content"
-            f" ORDER BY m.position DESC LIMIT {READ}"
+            f" ORDER BY m.conversation_id DESC, m.position DESC LIMIT {READ}"
         )
         self.write = f"UNWIND $rows AS r CREATE (m:{self.label}) SET m = r"
         with self.driver.session(database=self.database) as session:
@@ -599,7 +600,7 @@ class AsyncNeo4jFloor(_Positions):
         self.read = (
             f"MATCH (m:{self.label}) WHERE m.conversation_id = $cid AND m.position >= 0"
             f" RETURN m.position AS position, m.role AS role, m.content AS content"
-            f" ORDER BY m.position DESC LIMIT {READ}"
+            f" ORDER BY m.conversation_id DESC, m.position DESC LIMIT {READ}"
         )
         self.write = f"UNWIND $rows AS r CREATE (m:{self.label}) SET m = r"
         self.indexed = False
