@@ -183,17 +183,18 @@ def message_rows(
         )
         if isinstance(message, SystemMessage):
             system = (position, data)
+    # One statement writes the static columns and the counter (see _cql.statements).
+    head: tuple[Any, ...] = ()
+    suffix = ""
     if system is not None:
-        items.append(("system", (owner, system[0], system[1], conversation_id)))
+        head, suffix = (owner, *system), "_system"
     elif owner is not None:
-        items.append(("owner", (owner, conversation_id)))
-    else:
-        items.append(("touch", (conversation_id,)))
+        head, suffix = (owner,), "_owner"
     after = first + len(messages)
     if replace:
-        items.append(("restart", (after, conversation_id)))
+        items.append(("restart" + suffix, (*head, after, conversation_id)))
     else:
-        items.append(("advance", (after, conversation_id, expected)))
+        items.append(("advance" + suffix, (*head, after, conversation_id, expected)))
     return items
 
 

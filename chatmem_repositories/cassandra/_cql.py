@@ -133,20 +133,31 @@ def statements(cql: Cql) -> dict[str, str]:
         " VALUES (?, ?, ?, ?, ?)"
     )
     alive = f"UPDATE {m} USING TTL ? SET alive = true WHERE conversation_id = ?"
-    advance = f"UPDATE {m} SET next_position = ? WHERE conversation_id = ?"
     mark = f"UPDATE {m} SET touched = true WHERE conversation_id = ?"
     # Positions are never negative, so this condition always holds: it is there to put
     # the batch in the partition's Paxos order (CQL has no unconditional Paxos write).
     always = " IF next_position != -1"
     columns = "position, type, data, alive, next_position"
     window = f"SELECT {columns} FROM {m} WHERE conversation_id = ? AND section = ?"
+    # The counter and the partition's other static columns, in one statement of the batch:
+    # appends advance the counter from the value they expect, save_all sets it. Bound
+    # values: the head's own (owner; owner, system position and data), then the new
+    # counter, the conversation id and, for an append, the expected counter.
+    heads = {
+        "": "",
+        "_owner": "owner = ?, ",
+        "_system": "owner = ?, system_position = ?, system_data = ?, ",
+    }
+    counters: dict[str, str] = {}
+    for suffix, head in heads.items():
+        update = f"UPDATE {m} SET {head}touched = true, next_position = ? WHERE conversation_id = ?"
+        counters["advance" + suffix] = update + " IF next_position = ?"
+        counters["restart" + suffix] = update + always
     return {
         "claim": claim + " IF NOT EXISTS",
         "claim_plain": claim,
         "insert": insert,
-        # The counter: appends advance it from the value they expect, save_all sets it.
-        "advance": advance + " IF next_position = ?",
-        "restart": advance + always,
+        **counters,
         # The conditions of the delete batches: forget the counter with the rest of the
         # partition; or, for delete_before, keep it and mark the partition written, if
         # the conversation (or, with a TTL, its current life) still exists.
@@ -154,9 +165,6 @@ def statements(cql: Cql) -> dict[str, str]:
         "mark": mark + " IF next_position > 0",
         "mark_live": mark + " IF alive = true",
         "touch": mark,
-        "owner": f"UPDATE {m} SET owner = ?, touched = true WHERE conversation_id = ?",
-        "system": f"UPDATE {m} SET owner = ?, system_position = ?, system_data = ?,"
-        " touched = true WHERE conversation_id = ?",
         # The liveness cell: kept alive by every append, started anew after expiry.
         "live": alive + " IF alive = true",
         "revive": alive + " IF alive = null",
@@ -175,7 +183,8 @@ def statements(cql: Cql) -> dict[str, str]:
         " ORDER BY section DESC, position ASC LIMIT ?",
         # The whole partition, head first: the chat section (newest first), then claims
         # and system rows; every row carries the static columns.
-        "window": f"SELECT section, {columns}, system_position, system_data FROM {m}"
+        "window": "SELECT section, position, data, alive, next_position, system_position,"
+        f" system_data FROM {m}"
         " WHERE conversation_id = ? LIMIT ?",
         "current_system": f"SELECT DISTINCT conversation_id, system_position, system_data,"
         f" alive, next_position FROM {m} WHERE conversation_id = ?",
