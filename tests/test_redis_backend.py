@@ -20,6 +20,7 @@ from redis.crc import key_slot
 
 from chatmem import (
     AssistantMessage,
+    Message,
     MessageType,
     MessageWindowChatMemory,
     SystemMessage,
@@ -269,6 +270,75 @@ def test_round_trips_per_read_and_append_do_not_grow_with_history(redis_url: str
         assert client.ping()
     finally:
         client.close()
+
+
+# -- bulk appends ---------------------------------------------------------------------------------
+
+
+def _bulk(tag: str, conversations: int, per: int) -> list[tuple[str, list[Message]]]:
+    return [
+        (
+            f"bulk-{tag}-{c}",
+            [(UserMessage if i % 2 == 0 else AssistantMessage)(f"{c}:{i}") for i in range(per)],
+        )
+        for c in range(conversations)
+    ]
+
+
+def test_one_append_of_2500_messages_keeps_order_past_the_script_chunks(
+    repository: RedisChatMemoryRepository,
+) -> None:
+    cid = f"big-{uuid.uuid4().hex[:8]}"
+    messages: list[Message] = [SystemMessage("rules")]
+    messages += [UserMessage(f"m{i}") for i in range(2499)]
+    messages.insert(1200, messages[7])  # a repeated id inside the batch is stored once
+    stored = repository.append(cid, messages)
+    assert [s.position for s in stored] == list(range(1, 2501))
+    assert [s.message for s in stored] == messages[:1200] + messages[1201:]
+    assert repository.find_by_conversation_id(cid) == messages[:1200] + messages[1201:]
+    assert repository.append(cid, messages[2000:]) == []
+    recent = repository.find_recent(cid, 3)
+    assert [s.message.text for s in recent] == ["m2496", "m2497", "m2498"]  # type: ignore[union-attr]
+    assert repository.find_system_message(cid).message.text == "rules"  # type: ignore[union-attr]
+    repository.delete_by_conversation_id(cid)
+
+
+def test_append_many_writes_every_conversation_once_in_order(
+    repository: RedisChatMemoryRepository, raw: redis.Redis
+) -> None:
+    pairs = _bulk(uuid.uuid4().hex[:8], 30, 40)
+    first, rest = [(cid, ms[:25]) for cid, ms in pairs], [(cid, ms[25:]) for cid, ms in pairs]
+    raw.script_flush()  # the pipeline meets NOSCRIPT and sends those scripts as EVAL
+    stored = repository.append_many([*first, (pairs[0][0], []), *rest])
+    assert [len(s) for s in stored] == [25] * 30 + [0] + [15] * 30
+    assert [s.position for s in stored[0]] == list(range(1, 26))
+    assert [s.position for s in stored[31]] == list(range(26, 41))
+    assert repository.append_many(pairs) == [[]] * 30  # idempotent: every id is known
+    for cid, messages in pairs:
+        assert repository.find_by_conversation_id(cid) == messages
+    listed = repository.list_conversations(limit=1000).conversation_ids
+    assert {cid for cid, _ in pairs} <= set(listed)
+    assert repository.append_many([]) == []
+    for cid, _ in pairs:
+        repository.delete_by_conversation_id(cid)
+
+
+def test_append_many_with_a_bad_id_writes_nothing(repository: RedisChatMemoryRepository) -> None:
+    pairs = _bulk(uuid.uuid4().hex[:8], 2, 2)
+    with pytest.raises(ConfigurationError):
+        repository.append_many([*pairs, ("", [UserMessage("lost")])])
+    assert all(repository.find_by_conversation_id(cid) == [] for cid, _ in pairs)
+
+
+async def test_async_append_many(redis_url: str) -> None:
+    pairs = _bulk(uuid.uuid4().hex[:8], 5, 4)
+    async with AsyncRedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX) as repo:
+        stored = await repo.append_many(pairs)
+        assert [[s.message for s in batch] for batch in stored] == [ms for _, ms in pairs]
+        assert await repo.append_many(pairs) == [[]] * 5
+        for cid, messages in pairs:
+            assert await repo.find_by_conversation_id(cid) == messages
+            await repo.delete_by_conversation_id(cid)
 
 
 # -- faults ---------------------------------------------------------------------------------------

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
 from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.exceptions import NoScriptError
 
 from chatmem.backend import (
     ConversationPage,
@@ -60,6 +61,15 @@ __all__ = ["AsyncRedisChatMemoryRepository"]
 T = TypeVar("T")
 
 _TYPE_KEY = {"system": 7, "user": 8, "assistant": 9, "tool": 10}  # index into the eleven keys
+_KEY_CACHE_SIZE = 4096  # conversations whose key names are kept, per repository
+
+
+def _stored(reply: list[Any], messages: Sequence[Message]) -> list[StoredMessage]:
+    # An APPEND reply is [batch index (from 1), position, ...] for the messages stored.
+    return [
+        StoredMessage(as_int(reply[i + 1]), messages[as_int(reply[i]) - 1])
+        for i in range(0, len(reply), 2)
+    ]
 
 
 def _server_of(client: AsyncRedis | AsyncRedisCluster) -> str:
@@ -131,6 +141,9 @@ class AsyncRedisChatMemoryRepository:
         self._scripts: dict[str, AsyncScript] = {
             name: client.register_script(getattr(_scripts, name)) for name in _scripts.__all__
         }
+        # Key names of recent conversations: (its eleven keys, the fourteen an append
+        # touches, the escaped owner). Building them costs more than a dict lookup.
+        self._key_cache: dict[str, tuple[list[str], list[str], str]] = {}
         # A client made by from_url leaves retries to _call, which knows whether a failed
         # attempt may have reached the server. A handed-in client may retry by itself, so
         # even its "cannot connect" may follow an attempt that was sent.
@@ -252,15 +265,30 @@ class AsyncRedisChatMemoryRepository:
             action, lambda: self._scripts[script](keys=keys, args=args), write=write
         )
 
+    def _names(self, conversation_id: str) -> tuple[list[str], list[str], str]:
+        # (conversation keys, append keys, escaped owner) of a validated conversation id.
+        names = self._key_cache.get(conversation_id)
+        if names is None:
+            owner = owner_of(conversation_id)
+            keys = self._keys.conversation(conversation_id)
+            names = (
+                keys,
+                [*keys, *self._keys.index_keys(conversation_id, owner)],
+                "" if owner is None else escape_key_part(owner),
+            )
+            if len(self._key_cache) >= _KEY_CACHE_SIZE:
+                self._key_cache.clear()
+            self._key_cache[conversation_id] = names
+        return names
+
+    def _conversation_keys(self, conversation_id: str) -> list[str]:
+        return self._names(validate_conversation_id(conversation_id))[0]
+
     def _append_keys(self, conversation_id: str) -> list[str]:
-        return [
-            *self._keys.conversation(conversation_id),
-            *self._keys.index_keys(conversation_id, owner_of(conversation_id)),
-        ]
+        return self._names(conversation_id)[1]
 
     def _append_args(self, conversation_id: str, messages: Sequence[Message]) -> list[Any]:
-        owner = owner_of(conversation_id)
-        owner_part = "" if owner is None else escape_key_part(owner)
+        owner_part = self._names(conversation_id)[2]
         return [self._ttl_ms, conversation_id, owner_part, len(messages), *append_args(messages)]
 
     async def _index(
@@ -309,7 +337,7 @@ class AsyncRedisChatMemoryRepository:
 
     async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
         """Return a conversation's whole history in order, or ``[]``."""
-        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        keys = self._conversation_keys(conversation_id)
         bodies = await self._call("reading a conversation", lambda: self._client.hgetall(keys[1]))
         ordered = sorted(bodies.items(), key=lambda item: as_int(item[0]))
         return [decode_message(body, conversation_id=conversation_id) for _, body in ordered]
@@ -354,16 +382,70 @@ class AsyncRedisChatMemoryRepository:
             self._append_args(conversation_id, messages),
             write=True,
         )
-        return [
-            StoredMessage(as_int(reply[i + 1]), messages[as_int(reply[i]) - 1])
-            for i in range(0, len(reply), 2)
+        return _stored(reply, messages)
+
+    async def append_many(
+        self, batches: Iterable[tuple[str, Sequence[Message]]]
+    ) -> list[list[StoredMessage]]:
+        """Append to several conversations in one round trip: a bulk load's write.
+
+        Each ``(conversation_id, messages)`` pair is appended as :meth:`append` would (one
+        atomic script; ids already stored are skipped, so a repeated call stores nothing
+        twice), and all of them go to the server as one pipeline. Pairs for one conversation
+        are applied in the order given. The pairs are not one transaction: if the call
+        fails, some conversations may have been appended; calling it again completes them.
+
+        Args:
+            batches: ``(conversation_id, messages)`` pairs.
+
+        Returns:
+            For each pair, in order, the messages newly stored with their positions.
+
+        Raises:
+            ConfigurationError: If a conversation id is invalid; nothing is written then.
+            RepositoryError: If the server cannot be reached or refuses (mapped like every
+                call).
+        """
+        pairs = [(validate_conversation_id(cid), list(messages)) for cid, messages in batches]
+        calls = [
+            (self._append_keys(cid), self._append_args(cid, messages))
+            for cid, messages in pairs
+            if messages
         ]
+        if not calls:
+            return [[] for _ in pairs]
+        replies = iter(
+            await self._call("appending", lambda: self._pipelined("APPEND", calls), write=True)
+        )
+        return [_stored(next(replies), messages) if messages else [] for _, messages in pairs]
+
+    async def _pipelined(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        # EVALSHA of every call in one pipeline. A node that lacks the script (a fresh server,
+        # a replica promoted by a failover) answers NOSCRIPT to those calls; they are sent
+        # again as EVAL, which caches it. Every script here is safe to repeat.
+        script = self._scripts[name]
+        pipeline = self._client.pipeline(transaction=False)
+        for keys, args in calls:
+            pipeline.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        replies = list(await pipeline.execute(raise_on_error=False))
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:
+            pipeline = self._client.pipeline(transaction=False)
+            for i in missing:
+                keys, args = calls[i]
+                pipeline.execute_command("EVAL", script.script, len(keys), *keys, *args)
+            for i, reply in zip(missing, await pipeline.execute(raise_on_error=False), strict=True):
+                replies[i] = reply
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
 
     async def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
         """Return the newest ``limit`` non-system messages, oldest first (one round trip)."""
-        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        keys = self._conversation_keys(conversation_id)
         check_limit(limit)
         if limit == 0:
             return []
@@ -381,7 +463,7 @@ class AsyncRedisChatMemoryRepository:
         One script, so one round trip: the same answer as ``find_system_message`` plus
         ``find_recent(limit)``, which cost two. The window is oldest first.
         """
-        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        keys = self._conversation_keys(conversation_id)
         check_limit(limit)
         reply = await self._run(
             "reading the memory window", "WINDOW", [keys[7], keys[4], keys[1]], [limit]
@@ -398,7 +480,7 @@ class AsyncRedisChatMemoryRepository:
         self, conversation_id: str, message_type: MessageType
     ) -> StoredMessage | None:
         """Return the newest message of one type, or ``None`` (one round trip)."""
-        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        keys = self._conversation_keys(conversation_id)
         type_key = keys[_TYPE_KEY[MessageType(message_type).value]]
         reply = await self._run("reading the latest message", "LATEST", [type_key, keys[1]], [])
         found = stored_from_pairs(reply, conversation_id)
@@ -429,7 +511,7 @@ class AsyncRedisChatMemoryRepository:
         indexes. Text, or several filters, are checked by a Lua scan in position order that
         examines at most ``history_scan_budget`` messages per round trip.
         """
-        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        keys = self._conversation_keys(conversation_id)
         check_limit(limit)
         kinds = None if types is None else sorted({MessageType(t).value for t in types})
         if limit == 0 or kinds == []:
@@ -461,7 +543,7 @@ class AsyncRedisChatMemoryRepository:
 
     async def delete_before(self, conversation_id: str, position: Position) -> int:
         """Delete non-system messages positioned before ``position`` (one script)."""
-        keys = self._keys.conversation(validate_conversation_id(conversation_id))
+        keys = self._conversation_keys(conversation_id)
         deleted = await self._run(
             "deleting old messages", "DELETE_BEFORE", keys, [position_arg(position)], write=True
         )
@@ -479,7 +561,7 @@ class AsyncRedisChatMemoryRepository:
 
     async def find_summary(self, conversation_id: str) -> ConversationSummary | None:
         """Return the conversation's summary (fields of its meta hash), or ``None``."""
-        meta = self._keys.conversation(validate_conversation_id(conversation_id))[0]
+        meta = self._conversation_keys(conversation_id)[0]
         reply = await self._call(
             "reading a summary",
             lambda: self._client.hmget(meta, ["summary", "summary_covers", "summary_version"]),
@@ -490,7 +572,7 @@ class AsyncRedisChatMemoryRepository:
         self, conversation_id: str, text: str, covers: Position, *, expected_version: int
     ) -> bool:
         """Write the summary if the stored version is ``expected_version`` (one script)."""
-        meta = self._keys.conversation(validate_conversation_id(conversation_id))[0]
+        meta = self._conversation_keys(conversation_id)[0]
         won = await self._run(
             "writing a summary",
             "SAVE_SUMMARY",
