@@ -18,10 +18,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeAlias
+from functools import partial
+from operator import methodcaller
+from typing import Annotated, Any, Literal, TypeAlias, cast
 
 from pydantic import (
     BaseModel,
@@ -36,6 +38,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import CoreSchema, SchemaValidator
 
 from chatmem._uuid7 import uuid7
 from chatmem.exceptions import MessageDecodeError
@@ -52,6 +55,7 @@ __all__ = [
     "ToolResponseMessage",
     "UserMessage",
     "decode_message",
+    "decode_messages",
     "encode_message",
     "message_text",
     "searchable_text",
@@ -70,8 +74,8 @@ class MessageType(StrEnum):
     TOOL = "tool"
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
+# The default creation time: a C-level call, no Python frame per message.
+_utc_now: Callable[[], datetime] = partial(datetime.now, UTC)
 
 
 class _Frozen(BaseModel):
@@ -169,14 +173,17 @@ class _BaseMessage(_Frozen):
     def _encodable(self) -> _BaseMessage:
         # A lone surrogate cannot be written as UTF-8 by any store or by the JSON codec;
         # refused here, it fails where the message is made, not at a later write or export.
-        # One check over every string of the message keeps the common case to one call.
-        strings: list[str] = []
-        for value in self.__dict__.values():
-            if isinstance(value, str):
-                strings.append(value)
-            elif value and isinstance(value, list | dict):
-                strings = list(_strings(self))  # tool calls, media or metadata: walk them all
-                break
+        # The common message (id and text, no metadata, media or tool calls) is one encode.
+        fields = self.__dict__
+        if (
+            fields["metadata"]
+            or fields.get("media")
+            or fields.get("tool_calls")
+            or fields.get("responses")
+        ):
+            strings = list(_strings(self))  # tool calls, media or metadata: walk them all
+        else:
+            strings = [value for value in fields.values() if isinstance(value, str)]
         try:
             "".join(strings).encode("utf-8")
         except UnicodeEncodeError:
@@ -233,7 +240,8 @@ class SystemMessage(_BaseMessage):
     def __init__(self, text: str | None = None, /, **data: Any) -> None:
         if text is not None:
             data["text"] = text
-        super().__init__(**data)
+        # Straight to the validator: BaseModel.__init__ would only repack the arguments.
+        self.__pydantic_validator__.validate_python(data, self_instance=self)
 
 
 class UserMessage(_BaseMessage):
@@ -248,7 +256,8 @@ class UserMessage(_BaseMessage):
     def __init__(self, text: str | None = None, /, **data: Any) -> None:
         if text is not None:
             data["text"] = text
-        super().__init__(**data)
+        # Straight to the validator: BaseModel.__init__ would only repack the arguments.
+        self.__pydantic_validator__.validate_python(data, self_instance=self)
 
 
 class AssistantMessage(_BaseMessage):
@@ -265,7 +274,8 @@ class AssistantMessage(_BaseMessage):
     def __init__(self, text: str | None = None, /, **data: Any) -> None:
         if text is not None:
             data["text"] = text
-        super().__init__(**data)
+        # Straight to the validator: BaseModel.__init__ would only repack the arguments.
+        self.__pydantic_validator__.validate_python(data, self_instance=self)
 
 
 class ToolResponseMessage(_BaseMessage):
@@ -290,7 +300,79 @@ Message: TypeAlias = Annotated[
 """Any chat message; ``type`` tells which."""
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+_MESSAGE_CLASSES = frozenset({SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage})
 _VERSION_SUFFIX = f',"v":{CODEC_VERSION}}}'
+_VERSION_SUFFIX_BYTES = _VERSION_SUFFIX.encode()
+_SUFFIX_LENGTH = len(_VERSION_SUFFIX)
+
+
+def _function(function: Any) -> Any:
+    return getattr(function, "__func__", function)  # a classmethod's function, unbound
+
+
+# The Python validators that _stored_schema replaces, by what they check.
+_REWRITES: dict[Any, str] = {
+    _function(_BaseMessage._encodable): "surrogates",
+    _function(_BaseMessage._non_empty_id): "id",
+    _function(_BaseMessage._as_utc): "created_at",
+    _function(ToolResponseMessage._not_empty): "responses",
+}
+
+
+def _stored_schema(node: Any, found: dict[str, int]) -> Any:
+    """The message schema for JSON text, with the Python validators done in pydantic-core.
+
+    Text parsed from JSON is valid Unicode (pydantic-core's parser refuses an escaped lone
+    surrogate, and a ``str`` holding one cannot be parsed at all), so the surrogate check has
+    nothing to find; a non-empty id and a non-empty list of tool results are length
+    constraints; an aware creation time becomes UTC through ``datetime.astimezone`` (a C
+    call). A naive creation time is refused here, and decode_message's general path takes
+    it as UTC exactly as construction does. Models are built without calling ``__init__``,
+    which only takes the text positionally. Each rewrite is counted in ``found``.
+    """
+    if isinstance(node, list):
+        return [_stored_schema(item, found) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("type") == "function-after":
+        rewrite = _REWRITES.get(_function(node["function"]["function"]))
+        if rewrite is not None:
+            found[rewrite] += 1
+            inner = _stored_schema(node["schema"], found)
+            if rewrite == "surrogates":
+                return inner
+            if rewrite == "created_at":
+                return {
+                    **node,
+                    "function": {"type": "no-info", "function": methodcaller("astimezone", UTC)},
+                    "schema": {**inner, "tz_constraint": "aware"},
+                }
+            return {**inner, "min_length": 1}  # the id and the tool results
+    rewritten = {key: _stored_schema(value, found) for key, value in node.items()}
+    if rewritten.get("type") == "model" and rewritten.get("custom_init"):
+        found["init"] += 1
+        rewritten["custom_init"] = False
+    return rewritten
+
+
+def _stored_validators() -> tuple[SchemaValidator, SchemaValidator] | None:
+    """Validators of one stored message and of a JSON array of them, or None if unknown."""
+    found = dict.fromkeys(("surrogates", "id", "created_at", "responses", "init"), 0)
+    schema = _stored_schema(_MESSAGE_ADAPTER.core_schema, found)
+    # Four message types, three with a positional __init__, one list of tool results. If a
+    # pydantic release shapes its schemas differently, decoding keeps the full validators.
+    if found != {"surrogates": 4, "id": 4, "created_at": 4, "responses": 1, "init": 3}:
+        return None
+    if schema["type"] == "definitions":
+        many = {**schema, "schema": {"type": "list", "items_schema": schema["schema"]}}
+    else:
+        many = {"type": "list", "items_schema": schema}
+    return SchemaValidator(cast(CoreSchema, schema)), SchemaValidator(cast(CoreSchema, many))
+
+
+_STORED = _stored_validators()
+_STORED_ONE = _STORED[0] if _STORED else _MESSAGE_ADAPTER.validator
+_STORED_MANY = _STORED[1] if _STORED else TypeAdapter(list[Message]).validator
 
 
 def encode_message(message: Message) -> str:
@@ -306,7 +388,12 @@ def encode_message(message: Message) -> str:
         The JSON text.
     """
     # pydantic-core writes compact JSON with non-ASCII kept as UTF-8; the version goes last.
-    return _MESSAGE_ADAPTER.dump_json(message)[:-1].decode() + _VERSION_SUFFIX
+    # A message of one of the four types goes straight to its own serializer.
+    if message.__class__ in _MESSAGE_CLASSES:
+        encoded = message.__pydantic_serializer__.to_json(message)
+    else:
+        encoded = _MESSAGE_ADAPTER.dump_json(message)
+    return encoded[:-1].decode() + _VERSION_SUFFIX
 
 
 def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> Message:
@@ -324,13 +411,62 @@ def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> 
             unknown codec version or does not describe a message. The message names the
             conversation.
     """
-    text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
-    if isinstance(text, str) and text.endswith(_VERSION_SUFFIX):
-        # Fast path for what encode_message writes: let pydantic-core parse the JSON.
+    # Fast path for what encode_message writes: pydantic-core parses the JSON and checks
+    # everything. Anything it refuses takes the general path, which explains what is wrong.
+    message: Message
+    try:
+        if isinstance(data, str):
+            if data.endswith(_VERSION_SUFFIX):
+                message = _STORED_ONE.validate_json(data[:-_SUFFIX_LENGTH] + "}")
+                return message
+        elif isinstance(data, bytes) and data.endswith(_VERSION_SUFFIX_BYTES):
+            message = _STORED_ONE.validate_json(data[:-_SUFFIX_LENGTH] + b"}")
+            return message
+    except ValidationError:
+        pass
+    return _decode_general(data, conversation_id)
+
+
+def decode_messages(
+    data: Iterable[str | bytes], *, conversation_id: str | None = None
+) -> list[Message]:
+    """Decode many messages produced by :func:`encode_message`, in one call.
+
+    Equivalent to ``[decode_message(d, conversation_id=conversation_id) for d in data]`` and
+    faster for a window of messages: the records are validated as one JSON array.
+
+    Args:
+        data: The stored JSON texts (``str`` or UTF-8 ``bytes``).
+        conversation_id: The conversation the records belong to, named in errors.
+
+    Returns:
+        The messages, in the order given.
+
+    Raises:
+        MessageDecodeError: If a record is not valid JSON, is nested too deeply, has an
+            unknown codec version or does not describe a message. The message names the
+            conversation.
+    """
+    records = data if isinstance(data, list) else list(data)
+    if not records:
+        return []
+    try:
+        texts = [record if isinstance(record, str) else record.decode() for record in records]
+    except (AttributeError, UnicodeDecodeError):
+        texts = []  # not all UTF-8 text: each record on its own says what is wrong
+    if texts and all([text.endswith(_VERSION_SUFFIX) for text in texts]):
+        # One JSON array of every record, each without its version field.
+        array = "[" + "},".join([text[:-_SUFFIX_LENGTH] for text in texts]) + "}]"
         try:
-            return _MESSAGE_ADAPTER.validate_json(text[: -len(_VERSION_SUFFIX)] + "}")
+            messages: list[Message] = _STORED_MANY.validate_json(array)
+            return messages
         except ValidationError:
-            pass  # the slow path below explains what is wrong
+            pass
+    return [decode_message(record, conversation_id=conversation_id) for record in records]
+
+
+def _decode_general(data: str | bytes, conversation_id: str | None) -> Message:
+    """Decode any stored record, or raise the MessageDecodeError that says what is wrong."""
     where = f" in conversation {conversation_id!r}" if conversation_id is not None else ""
     try:
         payload = json.loads(data)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -17,11 +18,13 @@ from chatmem import (
     SystemMessage,
     ToolCall,
     UserMessage,
+    _uuid7,
     decode_message,
     encode_message,
+    messages,
 )
 from chatmem.exceptions import ChatModelHTTPError, RepositoryConnectionError
-from chatmem.messages import CODEC_VERSION, searchable_text
+from chatmem.messages import CODEC_VERSION, decode_messages, searchable_text
 from chatmem.testing import every_kind_of_message
 
 
@@ -37,6 +40,21 @@ def test_ids_are_uuid7_and_sort_by_creation() -> None:
     assert ids == sorted(ids)
     assert len(set(ids)) == 1000
     assert all(i[14] == "7" for i in ids)
+
+
+def test_ids_are_valid_uuid7_and_keep_order_when_the_counter_runs_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A frozen clock: every id falls in one millisecond, so the 12-bit counter overflows
+    # (4096 values) and the ids borrow the following milliseconds to stay in order.
+    monkeypatch.setattr(_uuid7, "_time_ns", lambda: 1_900_000_000_000_000_000)
+    ids = [_uuid7.uuid7() for _ in range(10_000)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant, str(parsed)) == (7, uuid.RFC_4122, text)
+    assert ids[-1][:13] > ids[0][:13]  # a later millisecond was borrowed
 
 
 def test_created_at_is_utc() -> None:
@@ -119,3 +137,65 @@ def test_searchable_text_covers_tool_calls_and_results() -> None:
 def test_codec_round_trips_any_text_and_metadata(text: str, metadata: dict[str, object]) -> None:
     message = UserMessage(text, metadata=metadata)  # type: ignore[arg-type]
     assert decode_message(encode_message(message)) == message
+
+
+def test_decoded_creation_times_are_utc() -> None:
+    # encode_message writes "Z"; a record from elsewhere may carry an offset or none at all.
+    for stored, expected in [
+        ("2026-01-01T12:00:00Z", datetime(2026, 1, 1, 12, tzinfo=UTC)),
+        ("2026-01-01T12:00:00+02:00", datetime(2026, 1, 1, 10, tzinfo=UTC)),
+        ("2026-01-01T12:00:00", datetime(2026, 1, 1, 12, tzinfo=UTC)),
+    ]:
+        record = f'{{"type":"user","text":"x","created_at":"{stored}","v":1}}'
+        for data in (record, record.encode()):
+            decoded = decode_message(data)
+            assert decoded.created_at == expected
+            assert decoded.created_at.tzinfo is UTC
+    assert decode_message(encode_message(UserMessage("x"))).created_at.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    ("stored", "error"),
+    [
+        ('{"id":"","type":"user","text":"x","v":1}', "must not be empty"),
+        ('{"type":"tool","responses":[],"v":1}', "at least one response"),
+        ('{"type":"user","text":"x","extra":1,"v":1}', "Extra inputs"),
+        ('{"type":"user","text":"x","v":2}', "codec version 2"),
+        ('{"type":"user","text":"x","v":1,"v":2}', "codec version 2"),
+        ('{"type":"user","text":"\\udc80","v":1}', "lone surrogate"),
+        ('{"type":"user","text":"x","metadata":{"\\ud800":1},"v":1}', "lone surrogate"),
+        ('{"type":"user","text":"a\udc80","v":1}', "lone surrogate"),
+        (b'{"type":"user","text":"a\xff","v":1}', "not valid JSON"),
+    ],
+)
+def test_invalid_stored_records_give_the_constructors_errors(
+    stored: str | bytes, error: str
+) -> None:
+    # The first two are what constructing the message says; a lone surrogate, escaped in
+    # the JSON text or raw in a str (as surrogateescape makes of invalid UTF-8), is refused.
+    with pytest.raises(MessageDecodeError, match=error) as caught:
+        decode_message(stored, conversation_id="conv-9")
+    assert "conv-9" in str(caught.value)
+    with pytest.raises(MessageDecodeError, match=error):
+        decode_messages([encode_message(UserMessage("fine")), stored], conversation_id="conv-9")
+
+
+def test_stored_records_are_checked_by_pydantic_core_alone() -> None:
+    # Every Python validator of the models has its pydantic-core equivalent for stored JSON;
+    # a pydantic release that shapes schemas differently makes decoding slower, not wrong.
+    assert messages._STORED is not None
+
+
+def test_decode_messages_equals_decoding_one_by_one() -> None:
+    window = [*every_kind_of_message(), UserMessage("é 😀", metadata={"k": [1, {"a": None}]})]
+    records = [encode_message(message) for message in window]
+    assert decode_messages(records) == window
+    assert decode_messages(iter(records)) == window
+    assert decode_messages([record.encode() for record in records]) == window
+    mixed = [r.encode() if i % 2 else r for i, r in enumerate(records)]
+    assert decode_messages(mixed, conversation_id="c") == window
+    assert decode_messages([]) == []
+    # A record the fast path cannot take (no codec suffix at the end) is still decoded.
+    reordered = json.dumps({"v": 1, **json.loads(records[0])})
+    assert decode_messages([reordered, *records]) == [window[0], *window]
+    assert [type(message) for message in decode_messages(records)] == [type(m) for m in window]
