@@ -29,7 +29,10 @@ from chatmem_cli._doctor import reach_server
 from chatmem_cli._transfer import count_conversations, export_lines, import_lines, migrate
 from chatmem_repositories import redact_url
 
-__all__ = ["export_command", "import_command", "migrate_command"]
+__all__ = ["MIGRATE_CONCURRENCY", "export_command", "import_command", "migrate_command"]
+
+MIGRATE_CONCURRENCY = 4
+"""Conversations ``migrate`` copies at once by default (their round trips overlap)."""
 
 
 @command_errors
@@ -187,6 +190,12 @@ def migrate_command(
     verify: Annotated[
         bool, typer.Option(help="Check every conversation in the destination after copying.")
     ] = True,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1, metavar="N", help="Conversations copied at once (1: one after another)."
+        ),
+    ] = MIGRATE_CONCURRENCY,
 ) -> None:
     """Copy every conversation into a backend, from another backend or another library's store.
 
@@ -196,7 +205,9 @@ def migrate_command(
     if kind != "chatmem":
         if owner is not None:
             fail("--owner selects conversations of a chatmem source; other sources have none")
-        _migrate_from_source(kind, source_url, destination_url, options, verify=verify)
+        _migrate_from_source(
+            kind, source_url, destination_url, options, verify=verify, concurrency=concurrency
+        )
         return
     if options:
         fail(
@@ -235,7 +246,13 @@ def migrate_command(
 
 
 def _migrate_from_source(
-    kind: str, source_url: str, destination_url: str, options: dict[str, str], *, verify: bool
+    kind: str,
+    source_url: str,
+    destination_url: str,
+    options: dict[str, str],
+    *,
+    verify: bool,
+    concurrency: int,
 ) -> None:
     started = time.perf_counter()
     conversations = read_source(kind, source_url, **options)
@@ -250,6 +267,7 @@ def _migrate_from_source(
                 conversations,
                 destination,
                 verify=verify,
+                concurrency=concurrency,
                 on_conversation=lambda _conversation, _new: progress.advance(task),
             )
         except ChatMemError:

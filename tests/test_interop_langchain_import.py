@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 import warnings
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -13,8 +16,12 @@ import redis
 from langchain_core import messages as lc
 from langchain_postgres import PostgresChatMessageHistory
 
-from chatmem import InMemoryChatMemoryRepository
+from chatmem import InMemoryChatMemoryRepository, UserMessage
+from chatmem.interop.langchain import to_langchain
 from chatmem.interop.langchain_import import (
+    _conversation,
+    _converted,
+    _direct,
     import_conversations,
     langchain_postgres_conversations,
     langchain_redis_conversations,
@@ -112,3 +119,132 @@ def test_missing_tables_are_source_errors(tmp_path: Path) -> None:
     url = server_url("postgresql")
     with pytest.raises(SourceError, match="langchain-postgres: no table 'chatmem_absent_x'"):
         list(langchain_postgres_conversations(url, "chatmem_absent_x"))
+
+
+def _stored_forms() -> list[list[dict[str, Any]]]:
+    """Conversations as ``message_to_dict`` stores them, the direct path's cases and others."""
+    usage = {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}
+    details = {**usage, "input_token_details": {"cache_read": 1}}
+    plain = conversation("oslo")
+    shaped = [
+        lc.HumanMessage("named", name="bob"),
+        lc.HumanMessage("with id", id="lc-1"),
+        lc.AIMessage("used", usage_metadata=usage, response_metadata={"model": "m"}),
+        lc.AIMessage("detailed", usage_metadata=details),
+        lc.AIMessage("kw", additional_kwargs={"refusal": None}),
+        lc.AIMessage(
+            "",
+            tool_calls=[
+                {"name": "a", "args": {"x": "é", "y": [1, 2.5]}, "id": None},
+                {"name": "b", "args": {}, "id": "c2"},
+            ],
+        ),
+        lc.ToolMessage("no name", tool_call_id="c2"),
+        lc.ToolMessage("unknown call", tool_call_id="zz"),
+        lc.ToolMessage("failed", tool_call_id="c2", name="b", status="error"),
+        lc.ToolMessage("artifact", tool_call_id="c2", name="b", artifact={"k": 1}),
+        lc.SystemMessage("sys", id=""),
+    ]
+    fallback = [
+        lc.HumanMessage([{"type": "text", "text": "blocks"}]),
+        lc.AIMessage(
+            "",
+            additional_kwargs={
+                "tool_calls": [
+                    {
+                        "id": "o1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": '{"a": 1}'},
+                    }
+                ]
+            },
+        ),
+        lc.AIMessage(
+            "bad", invalid_tool_calls=[{"name": "f", "args": "{", "id": "i1", "error": None}]
+        ),
+    ]
+    dumped = [[lc.message_to_dict(m) for m in group] for group in (plain, shaped, fallback)]
+    # chatmem's own envelope (what to_langchain writes) and a dict missing fields.
+    enveloped = [lc.message_to_dict(m) for m in to_langchain([UserMessage("from chatmem")])]
+    old = [{"type": "human", "data": {"content": "old row", "type": "human"}}]
+    return [*dumped, enveloped, old, [dumped[0][0], *old]]
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_the_direct_path_gives_what_langchains_classes_give(timed: bool) -> None:
+    at = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    for index, stored in enumerate(_stored_forms()):
+        rows = [
+            (key, json.loads(json.dumps(d)), at if timed else None) for key, d in enumerate(stored)
+        ]
+        source = "langchain-sql:t"
+        imported = _conversation(source, f"s{index}", rows)
+        ids = list(imported.message_ids)  # known before converting
+        direct = imported.messages
+        through_langchain = _converted(source, f"s{index}", rows)
+        assert ids == [m.id for m in direct]
+        if index < 2:  # every message of these takes the direct path
+            names: dict[str, str] = {}
+            assert all(_direct(d, i, None, names) for (_, d, _), i in zip(rows, ids, strict=True))
+        if timed:
+            assert direct == through_langchain
+        else:
+            assert [m.model_dump(exclude={"created_at"}) for m in direct] == [
+                m.model_dump(exclude={"created_at"}) for m in through_langchain
+            ]
+
+
+def test_ids_are_known_without_converting(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'langchain.db'}"
+    SQLChatMessageHistory("s", connection=url).add_messages(conversation("s"))
+    (imported,) = langchain_sql_conversations(url)
+    assert "deferred" in repr(imported)
+    ids = imported.message_ids
+    assert "deferred" in repr(imported)  # still not converted
+    assert [m.id for m in imported.messages] == ids
+    assert "5 message(s)" in repr(imported)
+
+
+def test_an_interrupted_import_is_resumed_converting_only_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'langchain.db'}"
+    for session in ("a", "b", "c"):
+        SQLChatMessageHistory(session, connection=url).add_messages(conversation(session))
+    repository = InMemoryChatMemoryRepository()
+    a, b, _ = langchain_sql_conversations(url)
+    # As if a run stopped after conversation a and the first two messages of b.
+    repository.append(a.conversation_id, a.messages)
+    repository.append(b.conversation_id, b.messages[:2])
+    report = import_conversations(langchain_sql_conversations(url), repository, concurrency=3)
+    assert (report.messages_read, report.messages_stored, report.conversations_skipped) == (
+        15,
+        8,
+        1,
+    )
+    for session in ("a", "b", "c"):
+        stored = repository.find_by_conversation_id(session)
+        assert len(stored) == len({m.id for m in stored}) == 5
+        assert [m.type for m in stored] == ["system", "user", "assistant", "tool", "assistant"]
+    again = import_conversations(langchain_sql_conversations(url), repository)
+    assert (again.messages_stored, again.conversations_skipped) == (0, 3)
+
+
+def test_concurrent_import_reports_in_the_source_order(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'langchain.db'}"
+    sessions = [f"s{i:02d}" for i in range(12)]
+    for session in sessions:
+        SQLChatMessageHistory(session, connection=url).add_messages(conversation(session))
+    repository = InMemoryChatMemoryRepository()
+    seen: list[tuple[str, int]] = []
+    report = import_conversations(
+        langchain_sql_conversations(url),
+        repository,
+        concurrency=4,
+        verify=True,
+        on_conversation=lambda c, new: seen.append((c.conversation_id, new)),
+    )
+    assert seen == [(s, 5) for s in sessions]
+    assert (report.conversations, report.messages_stored, report.mismatches) == (12, 60, ())
+    with pytest.raises(ValueError, match="concurrency"):
+        import_conversations([], repository, concurrency=0)
