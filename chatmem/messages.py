@@ -29,6 +29,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetPydanticSchema,
     JsonValue,
     PlainSerializer,
     PlainValidator,
@@ -38,7 +40,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import CoreSchema, SchemaValidator
+from pydantic_core import CoreSchema, SchemaValidator, core_schema
 
 from chatmem._uuid7 import uuid7
 from chatmem.exceptions import MessageDecodeError
@@ -76,6 +78,26 @@ class MessageType(StrEnum):
 
 # The default creation time: a C-level call, no Python frame per message.
 _utc_now: Callable[[], datetime] = partial(datetime.now, UTC)
+
+
+def _type_as_text(source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+    # A message's type is written to JSON as its text by str() (a C call): pydantic-core's
+    # serializer of an enum literal goes through Python and costs as much as the rest of
+    # the message. The JSON schema is unchanged (the return schema is the same literal).
+    schema = handler(source)
+    values = [member.value for member in cast(core_schema.LiteralSchema, schema)["expected"]]
+    return cast(
+        CoreSchema,
+        {
+            **schema,
+            "serialization": core_schema.plain_serializer_function_ser_schema(
+                str, return_schema=core_schema.literal_schema(values), when_used="json"
+            ),
+        },
+    )
+
+
+_TypeAsText = GetPydanticSchema(_type_as_text)
 
 
 class _Frozen(BaseModel):
@@ -233,7 +255,7 @@ def _strings_of_part(part: BaseModel) -> Iterator[str]:
 class SystemMessage(_BaseMessage):
     """Instructions for the model. Memory keeps only the current one and sends it first."""
 
-    type: Literal[MessageType.SYSTEM] = MessageType.SYSTEM
+    type: Annotated[Literal[MessageType.SYSTEM], _TypeAsText] = MessageType.SYSTEM
     text: str
     """The instructions."""
 
@@ -247,7 +269,7 @@ class SystemMessage(_BaseMessage):
 class UserMessage(_BaseMessage):
     """What the user said, with optional media."""
 
-    type: Literal[MessageType.USER] = MessageType.USER
+    type: Annotated[Literal[MessageType.USER], _TypeAsText] = MessageType.USER
     text: str
     """The user's text."""
     media: list[Media] = Field(default_factory=list)
@@ -263,7 +285,7 @@ class UserMessage(_BaseMessage):
 class AssistantMessage(_BaseMessage):
     """The model's answer: text, tool calls, or both."""
 
-    type: Literal[MessageType.ASSISTANT] = MessageType.ASSISTANT
+    type: Annotated[Literal[MessageType.ASSISTANT], _TypeAsText] = MessageType.ASSISTANT
     text: str = ""
     """The answer text; empty when the model only calls tools."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -281,7 +303,7 @@ class AssistantMessage(_BaseMessage):
 class ToolResponseMessage(_BaseMessage):
     """Results of tool calls, matched to the assistant's calls by id."""
 
-    type: Literal[MessageType.TOOL] = MessageType.TOOL
+    type: Annotated[Literal[MessageType.TOOL], _TypeAsText] = MessageType.TOOL
     responses: list[ToolResponse]
     """One result per answered call."""
 

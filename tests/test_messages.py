@@ -32,7 +32,11 @@ def test_every_kind_round_trips_exactly() -> None:
     for message in every_kind_of_message():
         encoded = encode_message(message)
         assert json.loads(encoded)["v"] == CODEC_VERSION
-        assert decode_message(encoded) == message
+        assert json.loads(encoded)["type"] == message.type.value
+        decoded = decode_message(encoded)
+        assert decoded == message
+        assert decoded.type is message.type  # the enum member, not its text
+        assert message.model_dump()["type"] is message.type
 
 
 def test_ids_are_uuid7_and_sort_by_creation() -> None:
