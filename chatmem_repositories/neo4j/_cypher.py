@@ -123,7 +123,7 @@ RETURN c.id AS id
 _SWEEP = """
 MATCH (c:{C} {{id: $cid}})
 WITH c.generation AS current
-MATCH (m:{M})
+MATCH (m:{M}) USING INDEX SEEK m:{M}(conversation_id, generation, position)
 WHERE m.conversation_id = $cid AND m.generation < current AND m.position IS NOT NULL
 CALL {{
   WITH m
@@ -162,7 +162,12 @@ LIMIT $batch
 """
 
 # Each read finds the live conversation first and runs the message query as a subquery
-# once for it: that keeps the index seek and its order intact (no sort, stops at LIMIT).
+# once for it, seeking the index that starts with (conversation_id, generation) and reading
+# it in order (no sort, stops at LIMIT). The seek is a hint: the generation comes from the
+# conversation node at run time, and left alone the planner scans the index from one end
+# (the window's system-message branch then read the whole label's index when a conversation
+# had no system message). The window reads return one record that collects their rows: one
+# message on the wire and one for the driver to decode, instead of one per row.
 _LIVE_CONVERSATION = f"""
 MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
 CALL {{{{
@@ -172,7 +177,7 @@ CALL {{{{
 _WINDOW = (
     _LIVE_CONVERSATION
     + """
-  MATCH (m:{M})
+  MATCH (m:{M}) USING INDEX SEEK m:{M}(conversation_id, generation, is_system, position)
   WHERE m.conversation_id = $cid AND m.generation = c.generation
     AND m.is_system = $is_system AND m.position < $before
   WITH m
@@ -180,7 +185,7 @@ _WINDOW = (
   LIMIT $limit
   RETURN m.position AS position, m.data AS data
 }}
-RETURN position, data
+RETURN collect([position, data]) AS rows
 """
 )
 
@@ -188,7 +193,7 @@ RETURN position, data
 _WINDOW_WITH_SYSTEM = (
     _LIVE_CONVERSATION
     + """
-  MATCH (m:{M})
+  MATCH (m:{M}) USING INDEX SEEK m:{M}(conversation_id, generation, is_system, position)
   WHERE m.conversation_id = $cid AND m.generation = c.generation
     AND m.is_system = false AND m.position < $before
   WITH m
@@ -197,7 +202,7 @@ _WINDOW_WITH_SYSTEM = (
   RETURN m.position AS position, m.data AS data, false AS is_system
   UNION ALL
   WITH c
-  MATCH (m:{M})
+  MATCH (m:{M}) USING INDEX SEEK m:{M}(conversation_id, generation, is_system, position)
   WHERE m.conversation_id = $cid AND m.generation = c.generation
     AND m.is_system = true AND m.position IS NOT NULL
   WITH m
@@ -205,14 +210,14 @@ _WINDOW_WITH_SYSTEM = (
   LIMIT 1
   RETURN m.position AS position, m.data AS data, true AS is_system
 }}
-RETURN position, data, is_system
+RETURN collect([position, data, is_system]) AS rows
 """
 )
 
 _LATEST_OF_TYPE = (
     _LIVE_CONVERSATION
     + """
-  MATCH (m:{M})
+  MATCH (m:{M}) USING INDEX SEEK m:{M}(conversation_id, generation, type, position)
   WHERE m.conversation_id = $cid AND m.generation = c.generation AND m.type = $type
     AND m.position IS NOT NULL
   WITH m
@@ -227,7 +232,7 @@ RETURN position, data
 _HISTORY = (
     _LIVE_CONVERSATION
     + """
-  MATCH (m:{M})
+  MATCH (m:{M}) USING INDEX SEEK m:{M}(conversation_id, generation, position)
   WHERE m.conversation_id = $cid AND m.generation = c.generation AND m.position > $after
     AND ($since IS NULL OR m.created_at >= $since)
     AND ($until IS NULL OR m.created_at < $until)
@@ -244,7 +249,7 @@ RETURN position, data
 _DELETE_BEFORE = f"""
 MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
 WITH c.generation AS current
-MATCH (m:{{M}})
+MATCH (m:{{M}}) USING INDEX SEEK m:{{M}}(conversation_id, generation, is_system, position)
 WHERE m.conversation_id = $cid AND m.generation = current AND m.is_system = false
   AND m.position < $position
 CALL {{{{

@@ -162,8 +162,8 @@ class AsyncNeo4jChatMemoryRepository:
         self, conversation_id: str, limit: int, *, system: bool, before: int = NO_POSITION
     ) -> list[StoredMessage]:
         params = {"cid": conversation_id, "is_system": system, "before": before, "limit": limit}
-        rows = await self._runner.read("window read", self._statements.window, params)
-        return stored_messages(conversation_id, rows, reverse=True)
+        records = await self._runner.read("window read", self._statements.window, params)
+        return stored_messages(conversation_id, records[0][0] if records else [], reverse=True)
 
     # -- Spring AI's four methods -----------------------------------------------------------
 
@@ -271,7 +271,10 @@ class AsyncNeo4jChatMemoryRepository:
         validate_conversation_id(conversation_id)
         check_limit(limit)
         params = {"cid": conversation_id, "before": NO_POSITION, "limit": limit}
-        rows = await self._runner.read("window read", self._statements.window_with_system, params)
+        records = await self._runner.read(
+            "window read", self._statements.window_with_system, params
+        )
+        rows = records[0][0] if records else []
         system = stored_messages(conversation_id, [r[:2] for r in rows if r[2]])
         recent = stored_messages(conversation_id, [r[:2] for r in rows if not r[2]], reverse=True)
         return (system[0] if system else None), recent
