@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from functools import partial
 from operator import methodcaller
-from typing import Annotated, Any, Literal, TypeAlias, cast
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, cast, get_origin
 
 from pydantic import (
     BaseModel,
@@ -168,6 +168,20 @@ class ToolResponse(_Frozen):
 
 
 class _BaseMessage(_Frozen):
+    # The fields of each message class that hold text, and those that hold parts (tool
+    # calls, tool results, media): the surrogate check reads them without looking for them.
+    _text_fields: ClassVar[tuple[str, ...]] = ()
+    _part_fields: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        fields = cls.model_fields.items()
+        cls._text_fields = tuple(name for name, field in fields if field.annotation is str)
+        cls._part_fields = tuple(
+            name for name, field in fields if get_origin(field.annotation) is list
+        )
+
     id: str = Field(default_factory=uuid7)
     """Unique id (UUIDv7 by default). Re-appending an id already stored is a no-op."""
     created_at: datetime = Field(default_factory=_utc_now)
@@ -195,17 +209,22 @@ class _BaseMessage(_Frozen):
     def _encodable(self) -> _BaseMessage:
         # A lone surrogate cannot be written as UTF-8 by any store or by the JSON codec;
         # refused here, it fails where the message is made, not at a later write or export.
-        # The common message (id and text, no metadata, media or tool calls) is one encode.
+        # The common message (id and text, no metadata, media or tool calls) is one encode
+        # per text field.
         fields = self.__dict__
-        if (
-            fields["metadata"]
-            or fields.get("media")
-            or fields.get("tool_calls")
-            or fields.get("responses")
-        ):
-            strings = list(_strings(self))  # tool calls, media or metadata: walk them all
-        else:
-            strings = [value for value in fields.values() if isinstance(value, str)]
+        walk = bool(fields["metadata"])
+        for name in self._part_fields:
+            if fields[name]:
+                walk = True
+        if not walk:
+            try:
+                for name in self._text_fields:
+                    fields[name].encode("utf-8")
+            except UnicodeEncodeError:
+                pass  # the walk below names the text
+            else:
+                return self
+        strings = list(_strings(self))  # tool calls, media or metadata: walk them all
         try:
             "".join(strings).encode("utf-8")
         except UnicodeEncodeError:
