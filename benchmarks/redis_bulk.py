@@ -14,7 +14,9 @@ in one run, into fresh conversation ids each time:
   ``memory://`` source, end to end (source reads and verification included).
 
 Every stored conversation is checked (message count and order) and deleted afterwards.
-The load average is printed with the numbers. Usage:
+Each phase prints its wall time and the CPU time it cost (this process, and the Redis
+server's own ``INFO cpu`` on a single server): on a busy machine the wall time follows the
+load, the CPU time per message much less. The load average is printed too. Usage:
 
     python benchmarks/redis_bulk.py --url redis://127.0.0.1:63799/0
     python benchmarks/redis_bulk.py --url redis+cluster://127.0.0.1:7101,127.0.0.1:7102
@@ -31,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import redis
 
 from chatmem import AssistantMessage, Message, UserMessage
 from chatmem_cli._transfer import migrate
@@ -49,13 +53,35 @@ def build(conversations: int, per_conversation: int) -> list[list[Message]]:
     ]
 
 
-def timed(label: str, messages: int, run: Callable[[], object]) -> float:
-    began = time.perf_counter()
+def server_cpu(url: str) -> Callable[[], float]:
+    """CPU seconds the Redis server has used (``INFO cpu``); 0 on a cluster (several servers)."""
+    if "+cluster" in url:
+        return lambda: 0.0
+    client = redis.Redis.from_url(url)
+
+    def used() -> float:
+        info = client.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    return used
+
+
+def timed(
+    label: str, messages: int, run: Callable[[], object], server: Callable[[], float]
+) -> None:
+    # Wall time depends on the machine's load; CPU time (this process plus the Redis server)
+    # much less: both are printed.
+    began, cpu, served = time.perf_counter(), time.process_time(), server()
     run()
     took = time.perf_counter() - began
-    rate = f"{messages / took:9.0f} msg/s" if messages else ""
-    print(f"  {label:14s} {took:7.2f} s  {rate}", flush=True)
-    return took
+    cpu, served = time.process_time() - cpu, server() - served
+    rate = f"{messages / took:8.0f} msg/s" if messages else " " * 14
+    per = f"  {(cpu + served) / messages * 1e6:5.1f} µs CPU/msg" if messages else ""
+    print(
+        f"  {label:14s} {took:6.2f} s {rate}  "
+        f"client CPU {cpu:5.2f} s, server CPU {served:5.2f} s{per}",
+        flush=True,
+    )
 
 
 class Run:
@@ -66,6 +92,7 @@ class Run:
         self.histories = histories
         self.page = page
         self.used: list[str] = []
+        self.server = server_cpu(url)
 
     def ids(self, run: str) -> list[str]:
         cids = [f"bulk-{run}-{c}" for c in range(len(self.histories))]
@@ -100,9 +127,9 @@ class Run:
             if report.mismatches:
                 raise SystemExit(f"migrate: {report.mismatches[:3]}")
 
-        timed("migrate", total, run_migrate)
+        timed("migrate", total, run_migrate, self.server)
         self.check(migrated)
-        timed("no-op migrate", 0, run_migrate)
+        timed("no-op migrate", 0, run_migrate, self.server)
         source.close()
 
     def close(self) -> None:
@@ -130,15 +157,15 @@ def main() -> int:
             f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
         )
         plain = run.ids("append")
-        timed("append", total, lambda: run.append_all(plain))
+        timed("append", total, lambda: run.append_all(plain), run.server)
         run.check(plain)
-        timed("no-op re-run", 0, lambda: run.append_all(plain))
+        timed("no-op re-run", 0, lambda: run.append_all(plain), run.server)
         run.check(plain)
         if hasattr(run.repository, "append_many"):
             grouped = run.ids("many")
-            timed("append_many", total, lambda: run.append_many(grouped, args.group))
+            timed("append_many", total, lambda: run.append_many(grouped, args.group), run.server)
             run.check(grouped)
-            timed("no-op re-run", 0, lambda: run.append_many(grouped, args.group))
+            timed("no-op re-run", 0, lambda: run.append_many(grouped, args.group), run.server)
             run.check(grouped)
         if not args.skip_migrate:
             run.migrate(total)

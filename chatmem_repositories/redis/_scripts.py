@@ -79,31 +79,33 @@ local function append(K, A)
     local pos = last - #fresh
     local id_kv, body_kv, facet_kv, log, time, chat = {}, {}, {}, {}, {}, {}
     local by_type = {}
-    for _, m in ipairs(fresh) do
+    for i = 1, #fresh do
+      local m = fresh[i]
       pos = pos + 1
+      local p = tostring(pos)  -- once, not at every command that takes it
       local a = 5 * m
       local kind, created = A[a + 1], A[a + 2]
       id_kv[#id_kv + 1] = A[a]
-      id_kv[#id_kv + 1] = pos
-      body_kv[#body_kv + 1] = pos
+      id_kv[#id_kv + 1] = p
+      body_kv[#body_kv + 1] = p
       body_kv[#body_kv + 1] = A[a + 4]
-      facet_kv[#facet_kv + 1] = pos
+      facet_kv[#facet_kv + 1] = p
       facet_kv[#facet_kv + 1] = kind .. '\\t' .. created .. '\\t' .. A[a + 3]
-      log[#log + 1] = pos
-      log[#log + 1] = pos
+      log[#log + 1] = p
+      log[#log + 1] = p
       time[#time + 1] = created
-      time[#time + 1] = pos
+      time[#time + 1] = p
       local key = TYPE_KEY[kind]
       local typed = by_type[key]
       if not typed then
         typed = {}
         by_type[key] = typed
       end
-      typed[#typed + 1] = pos
-      typed[#typed + 1] = pos
+      typed[#typed + 1] = p
+      typed[#typed + 1] = p
       if kind ~= 'system' then
-        chat[#chat + 1] = pos
-        chat[#chat + 1] = pos
+        chat[#chat + 1] = p
+        chat[#chat + 1] = p
       end
       out[#out + 1] = m
       out[#out + 1] = pos
