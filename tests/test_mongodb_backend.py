@@ -19,7 +19,7 @@ from pymongo import MongoClient, monitoring
 
 from chatmem import MessageWindowChatMemory
 from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
-from chatmem.messages import AssistantMessage, SystemMessage, UserMessage
+from chatmem.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from chatmem_repositories import create_repository
 from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
 from chatmem_repositories.mongodb._codec import whole_batches
@@ -370,20 +370,158 @@ def test_delete_before_keeps_what_stays_of_a_batch_readable(url: str, prefix: st
         assert repository.find_system_message(cid).message.text == "s"  # type: ignore[union-attr]
 
 
-def test_round_trips_per_append_and_read(url: str, prefix: str) -> None:
-    counter = CommandCounter()
+class CommandTargets(CommandCounter):
+    """Records each command and the suffix of its collection, as ``("find", "messages")``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: list[tuple[str, str]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        super().started(event)
+        target = str(event.command.get(event.command_name, ""))
+        self.targets.append((event.command_name, target.rsplit("_", 1)[-1]))
+
+
+@pytest.mark.parametrize("ttl", [None, 3600])
+def test_round_trips_per_append_and_read(url: str, prefix: str, ttl: int | None) -> None:
+    counter = CommandTargets()
     with MongoChatMemoryRepository.from_url(
-        url, collection_prefix=prefix, driver_options={"event_listeners": [counter]}
+        url, collection_prefix=prefix, ttl=ttl, driver_options={"event_listeners": [counter]}
     ) as repository:
-        memory = MessageWindowChatMemory(repository, max_messages=20)
+        memory = MessageWindowChatMemory(repository, max_messages=4)
         cid = f"rt-{uuid.uuid4()}"
         memory.add(cid, [SystemMessage("s"), UserMessage("u0"), AssistantMessage("a0")])
-        counter.names.clear()
-        memory.add(cid, UserMessage("u1"))
-        assert counter.names == ["findAndModify", "insert"]
-        counter.names.clear()
-        memory.get(cid)
-        assert len(counter.names) == 2  # system message, then the window
+        for i in range(1, 6):
+            counter.targets.clear()
+            memory.add(cid, [UserMessage(f"u{i}"), AssistantMessage(f"a{i}")])
+            appended = [("findAndModify", "conversations"), ("insert", "messages")]
+            if ttl is not None:  # FerretDB has no TTL index: the purge race check
+                appended.append(("find", "conversations"))
+            assert counter.targets == appended
+            counter.targets.clear()
+            texts = [m.text for m in memory.get(cid)]  # type: ignore[union-attr]
+            # One find for the system message and the window, also once the system message
+            # is older than the window; with a TTL, after the conversation document by _id
+            # (its expiry and life), else near the newest position this repository wrote.
+            read = [("find", "messages")]
+            if ttl is not None:
+                read.insert(0, ("find", "conversations"))
+            assert counter.targets == read
+            assert texts == ["s", f"u{i}", f"a{i}"]  # whole turns within the budget
+
+
+def _window_history() -> list[list[Message]]:
+    first: list[Message] = [
+        SystemMessage("s1"),
+        UserMessage("u0"),
+        SystemMessage("s2"),
+        AssistantMessage("a0"),
+    ]
+    return [first] + [[UserMessage(f"u{i}"), AssistantMessage(f"a{i}")] for i in range(1, 25)]
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_window_read_when_the_counter_and_the_positions_disagree(
+    url: str, prefix: str, is_async: bool
+) -> None:
+    # find_window reads near the conversation's position counter; when the stored
+    # positions are not where the counter says (a counter behind them, as lost updates on
+    # FerretDB leave it, or ahead of them after unused positions, or no document at all),
+    # it reads what it could not tell and answers as the separate reads do. Each read is
+    # by a repository that has not seen the conversation, so it reads the counter.
+    counter = CommandCounter()
+    options: dict[str, Any] = {
+        "collection_prefix": prefix,
+        "initialize_schema": "never",
+        "driver_options": {"event_listeners": [counter]},
+    }
+    cid = f"win-{uuid.uuid4()}"
+    expected_commands = {"fits": 2, "behind": 3, "ahead": 3, "gap": 3, "no document": 3}
+
+    def scenarios(repository: Any) -> Iterator[str]:
+        for batch in _window_history():
+            repository.append(cid, batch)
+        messages, conversations = repository._messages, repository._conversations
+        yield "fits"
+        last = conversations.find_one({"_id": cid})["last_position"]
+        conversations.update_one({"_id": cid}, {"$set": {"last_position": 3}})
+        yield "behind"
+        conversations.update_one({"_id": cid}, {"$set": {"last_position": last + 1000}})
+        yield "ahead"
+        conversations.update_one({"_id": cid}, {"$set": {"last_position": last}})
+        messages.delete_many({"conversation_id": cid, "position": {"$gt": last - 12}})
+        yield "gap"
+        conversations.delete_one({"_id": cid})
+        yield "no document"
+
+    def check(name: str, window: Any, system: Any, recent: Any) -> None:
+        assert len(counter.names) == expected_commands[name], (name, counter.names)
+        assert window == (system, recent), name
+        assert system is not None, name
+        assert system.message.text == "s2", name
+        assert len(recent) == 5, name
+
+    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as writer:
+        for name in scenarios(writer):
+            if is_async:
+
+                async def read(name: str) -> None:
+                    async with AsyncMongoChatMemoryRepository.from_url(url, **options) as fresh:
+                        counter.names.clear()
+                        window = await fresh.find_window(cid, 5)
+                        sent = list(counter.names)
+                        system = await fresh.find_system_message(cid)
+                        recent = await fresh.find_recent(cid, 5)
+                        counter.names[:] = sent
+                        check(name, window, system, recent)
+
+                asyncio.run(read(name))
+                continue
+            with MongoChatMemoryRepository.from_url(url, **options) as fresh:
+                counter.names.clear()
+                window = fresh.find_window(cid, 5)
+                sent = list(counter.names)
+                system, recent = fresh.find_system_message(cid), fresh.find_recent(cid, 5)
+                counter.names[:] = sent
+                check(name, window, system, recent)
+
+
+def test_window_read_after_another_process_wrote(url: str, prefix: str) -> None:
+    # Without a TTL, a repository reads a window near the newest position it saw itself
+    # (one find, no conversation document); another process appending many messages, or
+    # deleting and re-creating the conversation, costs it one more query, never a wrong one.
+    counter = CommandCounter()
+    cid = f"hint-{uuid.uuid4()}"
+    with (
+        MongoChatMemoryRepository.from_url(
+            url, collection_prefix=prefix, driver_options={"event_listeners": [counter]}
+        ) as mine,
+        MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as other,
+    ):
+        history = _window_history()
+        for batch in history[:3]:
+            mine.append(cid, batch)
+
+        def read(commands: int) -> tuple[Any, list[Any]]:
+            counter.names.clear()
+            window = mine.find_window(cid, 5)
+            assert len(counter.names) == commands, counter.names
+            assert window == (mine.find_system_message(cid), mine.find_recent(cid, 5))
+            return window
+
+        assert read(1)[0].message.text == "s2"
+        for batch in history[3:]:
+            other.append(cid, batch)
+        system, recent = read(2)  # far behind: the system message is read alone
+        assert (system.message.text, recent[-1].message.text) == ("s2", "a24")
+        assert read(1)[1] == recent
+        other.delete_by_conversation_id(cid)
+        other.append(cid, [SystemMessage("s3"), UserMessage("again"), AssistantMessage("ok")])
+        system, recent = read(2)  # far ahead: the window is read again
+        assert system.message.text == "s3"
+        assert [s.message.text for s in recent] == ["again", "ok"]
+        assert read(1)[1] == recent
 
 
 @pytest.mark.skipif(not (SERVER_SCRIPTS / "stop.sh").exists(), reason="no FerretDB scripts")

@@ -60,12 +60,12 @@ class AsyncMongoChatMemoryRepository:
 
     Works on MongoDB and on MongoDB wire-protocol servers without transactions or TTL
     indexes (FerretDB 1.x). An append is two round trips (reserve positions with ``$inc``,
-    then insert the batch whole); a memory read (:meth:`find_window`) is two: the
-    conversation document by ``_id`` (its stored expiry and position counter), then one
-    ``find`` that returns the system message and the window together. Reads show a batch of
-    messages appended together whole or not at all. With a TTL, on servers without TTL
-    indexes each append then checks that a concurrent ``purge_expired`` did not delete its
-    conversation document (one more round trip).
+    then insert the batch whole); a memory read (:meth:`find_window`) is one ``find`` that
+    returns the system message and the window together, after the conversation document
+    by ``_id`` (its stored expiry and position counter) with a TTL or the first time.
+    Reads show a batch of messages appended together whole or not at all. With a TTL, on
+    servers without TTL indexes each append then checks that a concurrent ``purge_expired``
+    did not delete its conversation document (one more round trip).
     Summaries (:class:`~chatmem.repository.AsyncSummaryStore`) live in a third collection,
     ``<prefix>summaries``: each write inserts the next version, and a unique index lets one
     writer of a version win (FerretDB's filtered updates are not atomic).
@@ -256,6 +256,7 @@ class AsyncMongoChatMemoryRepository:
         await self._ready()
         with mapped_errors(write=True, tracked=self._tracked):
             # Messages first: a crash in between leaves an empty conversation, not orphans.
+            self._batches.forget(conversation_id)
             await self._messages.delete_many({"conversation_id": conversation_id})
             await self._conversations.delete_one({"_id": conversation_id})
             await self._summaries.delete(conversation_id)
@@ -314,7 +315,9 @@ class AsyncMongoChatMemoryRepository:
         What :meth:`find_system_message` and :meth:`find_recent` return, usually in two
         round trips: the conversation document by ``_id`` (its expiry, its life and its
         position counter), then one ``find`` of the messages near the counter and the
-        system messages (see ``AsyncBatches.window``). When that answer leaves the system
+        system messages (see ``AsyncBatches.window``). Without a TTL, once this repository
+        has written or read the conversation, the newest position it saw stands in for the
+        counter and the read is that one ``find``. When the answer leaves the system
         message or part of the window unknown, one more query reads it.
         """
         validate_conversation_id(conversation_id)
@@ -323,10 +326,15 @@ class AsyncMongoChatMemoryRepository:
             return await self.find_system_message(conversation_id), []
         await self._ready()
         with mapped_errors():
-            query, counter = await self._expiry.scope_and_counter(conversation_id)
+            hint = None if self._ttl is not None else self._batches.newest(conversation_id)
+            counter: int | None = hint
+            if hint is not None:
+                query = await self._expiry.scope(conversation_id)
+            else:
+                query, counter = await self._expiry.scope_and_counter(conversation_id)
             if query is None:
                 return None, []
-            system, documents = await self._batches.window(query, limit, counter)
+            system, documents = await self._batches.window(conversation_id, query, limit, counter)
             window = [stored_from_document(d, conversation_id) for d in reversed(documents)]
             found = None if system is None else stored_from_document(system, conversation_id)
         return found, window

@@ -41,6 +41,7 @@ _INSERT_ATTEMPTS = 100
 # How far below the position counter a window read reaches beyond its limit, for the
 # positions that hold no message shown there (system messages, unused positions).
 _WINDOW_SLACK = 8
+_HINTS = 10_000  # conversations whose newest position a repository remembers
 _PROJECTION = {"_id": 0, "position": 1, "data": 1, "batch": 1}
 _WINDOW_PROJECTION = {**_PROJECTION, "type": 1}
 
@@ -69,6 +70,28 @@ class Batches:
         self._conversations = conversations
         self._expiry = expiry
         self._writers: dict[str, list[Any]] = {}  # conversation id -> [lock, holders]
+        # conversation id -> the newest position this process saw stored (a hint only)
+        self._newest: dict[str, int] = {}
+
+    def newest(self, conversation_id: str) -> int | None:
+        """The newest position this process saw stored in the conversation, if it has one.
+
+        Only a hint for :meth:`window`, which answers right whatever it is: another process
+        may have appended since, or deleted the conversation.
+        """
+        return self._newest.get(conversation_id)
+
+    def _saw(self, conversation_id: str, position: int | None) -> None:
+        if position is None:
+            self._newest.pop(conversation_id, None)
+            return
+        if len(self._newest) >= _HINTS and conversation_id not in self._newest:
+            self._newest.clear()  # bounded; losing hints costs one lookup each
+        self._newest[conversation_id] = position
+
+    def forget(self, conversation_id: str) -> None:
+        """Drop the position hint of a conversation (it was deleted)."""
+        self._newest.pop(conversation_id, None)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -83,13 +106,15 @@ class Batches:
         return cursor.to_list(None)
 
     def window(
-        self, scope: Document, limit: int, counter: int | None
+        self, conversation_id: str, scope: Document, limit: int, counter: int | None
     ) -> tuple[Document | None, list[Document]]:
         """Fetch the newest system message and the newest ``limit`` others (newest first).
 
         The others are documents of whole batches, as :meth:`page` keeps them. With the
-        conversation's position counter, usually one ``find``: every message positioned
-        within ``limit + _WINDOW_SLACK`` of the counter (or after it), and the system
+        conversation's position counter (or the newest position this process saw, which
+        serves as well: only how often this needs a second query depends on it), usually
+        one ``find``: every message positioned within ``limit + _WINDOW_SLACK`` of the
+        counter (or after it), and the system
         messages, newest first, at most one more than that reach. The newest system
         message there is the current one: every system message matches the filter, and all
         that matched above the last one returned are returned. When the answer cannot tell
@@ -110,6 +135,7 @@ class Batches:
             limit=fetch,
         ).to_list(None)
         full = len(found) == fetch
+        self._saw(conversation_id, int(found[0]["position"]) if found else None)
         system = next((d for d in found if d.get("type") == _SYSTEM), None)
         if system is None and full:
             system = self._system(scope)
@@ -342,6 +368,8 @@ class Batches:
                 stored = self._insert(conversation_id, gen, expires_at, batch, first, moved=moved)
                 if self._expiry.checks_purges:
                     self._expiry.confirm(conversation_id, gen)
+                if stored:
+                    self._saw(conversation_id, int(stored[-1].position))
                 return stored
         finally:
             entry[1] -= 1
