@@ -30,12 +30,17 @@ from sqlalchemy.dialects import postgresql
 
 from chatmem.backend import StoredMessage
 from chatmem.conversation_ids import owner_of
-from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, stored_in
+from chatmem.messages import encode_message, searchable_text
+from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, stored_in
 from chatmem_repositories.sql._plans.returning import ReturningPlan
 from chatmem_repositories.sql._plans.steps import Program, Query, Send
 from chatmem_repositories.sql._types import NUL_STAND_IN
 
-__all__ = ["PostgresqlPlan"]
+__all__ = ["ONE_STATEMENT_MAX", "PostgresqlPlan"]
+
+ONE_STATEMENT_MAX = 5000
+"""The most messages one statement appends (they travel as one JSON parameter): a bulk
+import's pages fit, and the conversation's row lock is held for one statement only."""
 
 # The columns of the rows the one-statement append reads from its JSON parameter, with the
 # SQL types json_to_recordset() gives them.
@@ -86,10 +91,9 @@ class PostgresqlPlan(ReturningPlan):
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
     ) -> Program[list[StoredMessage]]:
         """Store the batch's messages not stored yet: one statement when it can."""
-        if batch.system_offset is None and len(batch) <= INSERT_CHUNK:
-            rows = batch.rows(conversation_id, 0)
+        if batch.system_offset is None and len(batch) <= ONE_STATEMENT_MAX:
             answer = yield Send(
-                self._append_statement(), _params(conversation_id, rows, now, expires_at)
+                self._append_statement(), _params(conversation_id, batch, now, expires_at)
             )
             if answer:
                 start = int(answer[0][0]) - len(batch)
@@ -182,27 +186,31 @@ class PostgresqlPlan(ReturningPlan):
 
 
 def _params(
-    conversation_id: str, rows: list[dict[str, Any]], now: datetime, expires_at: datetime | None
+    conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
 ) -> dict[str, Any]:
-    """The one-statement append's parameters: the rows as one JSON text, offsets from 0."""
+    """The one-statement append's parameters: the rows as one JSON text, offsets from 0.
+
+    Built straight from the messages (no intermediate insert rows): in a bulk append this
+    is most of the client's work per message after encoding it.
+    """
     records = [
         {
-            "offset": row["position"],
-            "message_id": row["message_id"],
-            "type": row["type"],
-            "is_system": row["is_system"],
+            "offset": offset,
+            "message_id": message.id,
+            "type": str(message.type),
+            "is_system": False,  # a batch with a system message takes the transaction
             # Naive UTC, as the column stores it (JSON skips the column type's conversion).
-            "created_at": row["created_at"].astimezone(UTC).replace(tzinfo=None).isoformat(),
+            "created_at": message.created_at.astimezone(UTC).replace(tzinfo=None).isoformat(),
             # The search column's NUL substitution (PostgreSQL text cannot hold NUL).
-            "search_text": row["search_text"].replace("\x00", NUL_STAND_IN),
-            "body": row["body"],
+            "search_text": searchable_text(message).casefold().replace("\x00", NUL_STAND_IN),
+            "body": encode_message(message),
         }
-        for row in rows
+        for offset, message in enumerate(batch.messages)
     ]
     return {
         "cid": conversation_id,
         "owned_by": owner_of(conversation_id),
-        "n": len(rows),
+        "n": len(records),
         "now": now,
         "expires_at": expires_at,
         "rows": json.dumps(records, ensure_ascii=False),
