@@ -87,14 +87,11 @@ def stored_from_pairs(
     Raises:
         MessageDecodeError: If a body does not decode; it names the conversation.
     """
-    stored = []
-    for index in range(0, len(reply) - 1, 2):
-        position, body = reply[index], reply[index + 1]
-        if position is None or body is None or isinstance(body, int):
-            continue
-        message = decode_message(body, conversation_id=conversation_id)
-        stored.append(StoredMessage(as_int(position), message))
-    return stored
+    return [
+        StoredMessage(int(position), decode_message(body, conversation_id=conversation_id))
+        for position, body in zip(reply[::2], reply[1::2], strict=False)  # pairs; no odd tail
+        if position is not None and body is not None and not isinstance(body, int)
+    ]
 
 
 def decode_summary(reply: list[Any]) -> ConversationSummary | None:
