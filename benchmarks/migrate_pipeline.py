@@ -130,7 +130,7 @@ def main() -> None:
     args = parser.parse_args()
     destinations = {
         "postgresql": f"{args.postgresql}?initialize_schema=always" if args.postgresql else None,
-        "redis": args.redis,
+        "redis": args.redis or None,
     }
     tag = f"bench-{uuid.uuid4().hex[:8]}"
     print(f"load average (1/5/15 min) at start: {load()}")

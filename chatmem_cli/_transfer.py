@@ -8,14 +8,16 @@ interrupted run is resumed by running it again.
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from chatmem import ChatMemoryLog, Message, decode_message, encode_message
 from chatmem.exceptions import MessageDecodeError
+from chatmem.messages import decode_messages
 
 __all__ = [
     "ImportReport",
@@ -135,6 +137,97 @@ def _parse_line(line: str, number: int) -> tuple[str, Message]:
     return conversation_id, decode_message(encoded, conversation_id=conversation_id)
 
 
+_PREFIX = '{"conversation_id":'
+_MIDDLE = ',"message":'
+_STRING = json.JSONDecoder()
+_CHUNK = 1000
+"""Lines decoded in one call."""
+
+
+def _split(line: str) -> tuple[str, str] | None:
+    """The conversation id and the message's JSON of a line exactly as export writes it.
+
+    ``None`` for any other line (it is then parsed in full, which says what is wrong).
+    """
+    if not line.startswith(_PREFIX):
+        return None
+    try:
+        conversation_id, end = _STRING.raw_decode(line, len(_PREFIX))
+    except ValueError:
+        return None
+    if type(conversation_id) is not str or not line.startswith(_MIDDLE, end):
+        return None
+    body = line[end + len(_MIDDLE) :].rstrip()
+    if not body.endswith("}"):
+        return None
+    return conversation_id, body[:-1]
+
+
+def _parse_chunk(chunk: list[tuple[int, str]]) -> list[tuple[str, Message]]:
+    """Parse numbered non-blank lines: the export's own lines in one decoding call."""
+    split = [_split(line) for _, line in chunk]
+    if all(split):
+        parts = cast("list[tuple[str, str]]", split)
+        try:
+            messages = decode_messages([body for _, body in parts])
+        except MessageDecodeError:
+            pass
+        else:
+            return [
+                (conversation_id, m)
+                for (conversation_id, _), m in zip(parts, messages, strict=True)
+            ]
+    # Something else: line by line, through json, which names the line that is wrong.
+    return [_parse_line(line, number) for number, line in chunk]
+
+
+def _numbered(lines: Iterable[str]) -> Iterator[list[tuple[int, str]]]:
+    """The non-blank lines with their numbers, a chunk at a time."""
+    chunk: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            chunk.append((number, line))
+            if len(chunk) == _CHUNK:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+def _parsed(lines: Iterable[str]) -> Iterator[tuple[str, Message]]:
+    """Yield the conversation id and message of every non-blank line, in order."""
+    for chunk in _numbered(lines):
+        yield from _parse_chunk(chunk)
+
+
+def _entries(lines: Iterable[str]) -> Iterator[tuple[str, str | Message]]:
+    """Yield the conversation id of every line and its message, or the message's JSON.
+
+    The export's own lines (checked already) keep their message as JSON text: one already
+    stored is compared with the stored one's encoding, and only new ones are decoded.
+    """
+    for chunk in _numbered(lines):
+        split = [_split(line) for _, line in chunk]
+        if all(split):
+            yield from cast("list[tuple[str, str]]", split)
+        else:
+            yield from _parse_chunk(chunk)
+
+
+_ID = '{"id":'
+
+
+def _id_of(text: str) -> str | None:
+    """The id of an encoded message (encode_message writes it first), or ``None``."""
+    if not text.startswith(_ID):
+        return None
+    try:
+        message_id, _ = _STRING.raw_decode(text, len(_ID))
+    except ValueError:
+        return None
+    return message_id if type(message_id) is str else None
+
+
 @dataclass
 class ImportReport:
     """What an import did."""
@@ -163,53 +256,76 @@ def check_lines(lines: Iterable[str]) -> int:
         MessageDecodeError: For the first line that is not an exported message (naming its
             number).
     """
-    count = 0
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            _parse_line(line, number)
-            count += 1
-    return count
+    return sum(1 for _ in _parsed(lines))
 
 
-def _digest(message: Message) -> bytes:
-    return hashlib.blake2b(encode_message(message).encode(), digest_size=16).digest()
+def _same(a: Message, b: Message) -> bool:
+    """Whether two messages of one id hold the same content (as encoded)."""
+    return a == b or encode_message(a) == encode_message(b)
 
 
-class _Pending:
-    """Messages an append skipped, by id, until they are compared with the stored ones.
+@dataclass
+class _Unit:
+    """Consecutive lines of one conversation, imported together."""
 
-    Only digests are kept, so a re-import of a long conversation holds little memory.
+    conversation_id: str
+    entries: list[str | Message]
+    """Each line's message, or its JSON text (decoded only if it is not stored yet)."""
+    stored: int = 0
+    conflicts: list[str] = field(default_factory=list)
+
+
+def _import_unit(repository: ChatMemoryLog, unit: _Unit, batch_size: int) -> _Unit:
+    """Append what the destination does not hold; compare what it holds.
+
+    The conversation's stored messages are read first (a page per round trip), so messages
+    already there are not appended again: each is compared with the stored one (as encoded
+    text when the line holds it so, without decoding the line) and counted as known or
+    reported as a conflict.
     """
+    conversation_id = unit.conversation_id
+    held = {
+        message.id: message
+        for page in iter_history(repository, conversation_id)
+        for message in page
+    }
+    new: list[Message] = []
+    for entry in unit.entries:
+        if isinstance(entry, str):
+            stored = held.get(_id_of(entry) or "")
+            if stored is not None and encode_message(stored) == entry:
+                continue  # the same message, byte for byte
+            message = decode_message(entry, conversation_id=conversation_id)
+        else:
+            message = entry
+        stored = held.get(message.id)
+        if stored is None:
+            new.append(message)
+            held[message.id] = message  # a later copy in the file is compared with it
+        elif not _same(stored, message):
+            unit.conflicts.append(
+                f"conversation {conversation_id!r}: message id {message.id!r} is "
+                "already stored with different content"
+            )
+    for start in range(0, len(new), batch_size):
+        unit.stored += len(repository.append(conversation_id, new[start : start + batch_size]))
+    return unit
 
-    def __init__(self) -> None:
-        self.conversation_id = ""
-        self.digests: dict[str, list[bytes]] = {}
 
-    def add(self, conversation_id: str, batch: list[Message], stored: list[Any]) -> None:
-        new = {item.message.id for item in stored}
-        for message in batch:
-            if message.id in new:
-                new.discard(message.id)  # a later copy in this batch was skipped
-            else:
-                self.conversation_id = conversation_id
-                self.digests.setdefault(message.id, []).append(_digest(message))
-
-    def check(self, repository: ChatMemoryLog) -> list[str]:
-        """Compare the skipped messages with the stored ones; return the conflicts."""
-        conflicts: list[str] = []
-        remaining = dict(self.digests)
-        for page in iter_history(repository, self.conversation_id):
-            for message in page:
-                digests = remaining.pop(message.id, None)
-                if digests and any(d != _digest(message) for d in digests):
-                    conflicts.append(
-                        f"conversation {self.conversation_id!r}: message id {message.id!r} is "
-                        "already stored with different content"
-                    )
-            if not remaining:
-                break
-        self.digests = {}
-        return conflicts
+def _units(entries: Iterable[tuple[str, str | Message]], limit: int) -> Iterator[_Unit]:
+    """Group consecutive lines of a conversation, at most ``limit`` per unit."""
+    unit: _Unit | None = None
+    for conversation_id, entry in entries:
+        if unit is not None and (
+            conversation_id != unit.conversation_id or len(unit.entries) >= limit
+        ):
+            yield unit
+            unit = None
+        if unit is None:
+            unit = _Unit(conversation_id, [])
+        unit.entries.append(entry)
+    if unit is not None:
+        yield unit
 
 
 def import_lines(
@@ -217,22 +333,28 @@ def import_lines(
     source: IO[str],
     *,
     batch_size: int = PAGE,
+    concurrency: int = 1,
     on_checked: Callable[[int], Any] | None = None,
     on_batch: Callable[[int], Any] | None = None,
 ) -> ImportReport:
-    """Check every line, then append the messages, batching lines of one conversation.
+    """Check every line, then append the messages, a conversation's lines together.
 
     Nothing is written unless every line is an exported message, so a corrupt file stores
     nothing. A message whose id is already stored is skipped: counted as known if it is the
-    same message, reported as a conflict (and not written) if its content differs.
+    same message, reported as a conflict (and not written) if its content differs. The
+    stored messages of a conversation are read before its lines are appended, so a re-run
+    appends nothing.
 
     Args:
         repository: Where to write.
         source: JSON lines as written by :func:`export_lines`, in a seekable text file (it is
             read twice: once to check, once to write).
         batch_size: Messages per append.
+        concurrency: Conversations imported at once, each on a thread (their round trips
+            overlap); 1 imports one after another.
         on_checked: Called with the number of messages once every line is checked.
-        on_batch: Called with the number of messages of each batch once it is appended.
+        on_batch: Called with the number of messages of each conversation (or part of a
+            long one) once it is appended, in the file's order.
 
     Raises:
         MessageDecodeError: For a line that is not an exported message (naming its number);
@@ -243,33 +365,36 @@ def import_lines(
         on_checked(total)
     source.seek(0)
     report = ImportReport()
-    pending = _Pending()
-    batch: list[Message] = []
-    current = ""
 
-    def flush() -> None:
-        stored = repository.append(current, batch)
-        report.stored += len(stored)
-        pending.add(current, batch, stored)
+    def done(unit: _Unit) -> None:
+        report.read += len(unit.entries)
+        report.stored += unit.stored
+        report.conflicts += unit.conflicts
         if on_batch is not None:
-            on_batch(len(batch))
+            on_batch(len(unit.entries))
 
-    for number, line in enumerate(source, start=1):
-        if not line.strip():
-            continue
-        conversation_id, message = _parse_line(line, number)
-        report.read += 1
-        if batch and (conversation_id != current or len(batch) >= batch_size):
-            flush()
-            batch = []
-            if conversation_id != current and pending.digests:
-                report.conflicts += pending.check(repository)
-        current = conversation_id
-        batch.append(message)
-    if batch:
-        flush()
-    if pending.digests:
-        report.conflicts += pending.check(repository)
+    units = _units(_entries(source), batch_size * 20)
+    if concurrency == 1:
+        for unit in units:
+            done(_import_unit(repository, unit, batch_size))
+        return report
+    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="chatmem-import")
+    pending: deque[tuple[str, Future[_Unit]]] = deque()
+    try:
+        for unit in units:
+            # A conversation's lines are appended in the file's order: never two at once.
+            while pending and (
+                len(pending) >= 2 * concurrency
+                or pending[0][1].done()
+                or any(cid == unit.conversation_id for cid, _ in pending)
+            ):
+                done(pending.popleft()[1].result())
+            future = pool.submit(_import_unit, repository, unit, batch_size)
+            pending.append((unit.conversation_id, future))
+        while pending:
+            done(pending.popleft()[1].result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return report
 
 

@@ -71,6 +71,12 @@ def import_command(
         Path, typer.Argument(metavar="FILE", help="JSON Lines file to read, or - for stdin.")
     ],
     url: UrlOption = None,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1, metavar="N", help="Conversations imported at once (1: one after another)."
+        ),
+    ] = MIGRATE_CONCURRENCY,
 ) -> None:
     """Import JSON Lines written by `export`; every line is checked before anything is written.
 
@@ -95,6 +101,7 @@ def import_command(
             report = import_lines(
                 repository,
                 lines,
+                concurrency=concurrency,
                 on_checked=lambda total: progress.update(task, total=total),
                 on_batch=lambda count: progress.advance(task, count),
             )

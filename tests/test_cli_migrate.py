@@ -28,10 +28,12 @@ from chatmem import (
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
+    encode_message,
     scoped_conversation_id,
 )
+from chatmem_cli import _transfer as transfer
 from chatmem_cli import app
-from chatmem_cli._transfer import iter_conversations, iter_history
+from chatmem_cli._transfer import import_lines, iter_conversations, iter_history
 from chatmem_repositories import create_repository
 from tests.conftest import server_url
 
@@ -439,3 +441,78 @@ def test_a_source_driver_error_is_one_line(tmp_path: Path) -> None:
     assert "OperationalError" in output
     assert "wrong" not in output
     assert "Traceback" not in output
+
+
+# -- import: the export's lines, checked, then appended once ---------------------------------
+
+
+def _export_lines(conversations: dict[str, list[Message]]) -> list[str]:
+    return [
+        '{"conversation_id":' + json.dumps(cid) + f',"message":{encode_message(m)}}}\n'
+        for cid, messages in conversations.items()
+        for m in messages
+    ]
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgresql", "redis"])
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_import_resumes_compares_and_stores_each_message_once(
+    where: str, concurrency: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ten lines per decoding call: the chunk with a line of another shape is parsed line by
+    # line, the others as the export's own.
+    monkeypatch.setattr(transfer, "_CHUNK", 10)
+    url = f"sqlite:///{tmp_path / 't.db'}" if where == "sqlite" else server_url(where)
+    if where == "postgresql":
+        url += "?initialize_schema=always"
+    tag = uuid4().hex[:8]
+    conversations = {f"imp-{tag}-{i}": conversation(i)[:12] for i in range(9)}
+    ids = list(conversations)
+    lines = _export_lines(conversations)
+    # Lines not as export writes them (spaces, keys reordered) take the general parse.
+    record = json.loads(lines[5])
+    lines[5] = (
+        json.dumps({"message": record["message"], "conversation_id": record["conversation_id"]})
+        + "\n"
+    )
+    # The same message twice, and a long conversation split into two runs of lines.
+    lines.insert(7, lines[6])
+    extra = conversation(50)[:3]
+    lines += _export_lines({ids[0]: extra})
+    path = tmp_path / "export.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    with create_repository(url) as repository:
+        assert isinstance(repository, ChatMemoryLog)
+        try:
+            # As if an earlier run stopped part-way: one conversation whole, one in part.
+            repository.append(ids[1], conversations[ids[1]])
+            repository.append(ids[2], conversations[ids[2]][:5])
+            # A stored message of the same id with other content is a conflict, not written.
+            changed = conversations[ids[3]][4].model_copy(update={"metadata": {"other": 1}})
+            repository.append(ids[3], [changed])
+            with path.open(encoding="utf-8") as source:
+                report = import_lines(repository, source, batch_size=5, concurrency=concurrency)
+            total = 9 * 12 + 1 + 3
+            assert report.read == total
+            assert (
+                report.stored == total - 1 - 12 - 5 - 1
+            )  # the copy, ids[1], part of ids[2], the conflict
+            assert report.conflicts == [
+                f"conversation {ids[3]!r}: message id {changed.id!r} is already stored with "
+                "different content"
+            ]
+            assert report.known == 1 + 12 + 5
+            for cid in ids[2:]:
+                stored = [m for page in iter_history(repository, cid) for m in page]
+                expected = conversations[cid]
+                if cid == ids[3]:
+                    expected = [changed] + [m for m in expected if m.id != changed.id]
+                assert sorted(m.id for m in stored) == sorted(m.id for m in expected)
+            first = [m for page in iter_history(repository, ids[0]) for m in page]
+            assert first == conversations[ids[0]] + extra
+            with path.open(encoding="utf-8") as source:
+                again = import_lines(repository, source, concurrency=concurrency)
+            assert (again.stored, again.known, len(again.conflicts)) == (0, total - 1, 1)
+        finally:
+            for cid in ids:
+                repository.delete_by_conversation_id(cid)

@@ -313,13 +313,18 @@ def _import_concurrently(
     pending: deque[tuple[ImportedConversation, Future[_Outcome]]] = deque()
     try:
         for conversation in conversations:
+            # One conversation given twice is imported in order, never twice at once.
+            while pending and (
+                len(pending) >= 2 * workers
+                or pending[0][1].done()
+                or any(c.conversation_id == conversation.conversation_id for c, _ in pending)
+            ):
+                first, result = pending.popleft()
+                done(first, result.result())
             future = pool.submit(
                 _import_one, conversation, repository, verify=verify, batch_size=batch_size
             )
             pending.append((conversation, future))
-            while len(pending) >= 2 * workers or (pending and pending[0][1].done()):
-                first, result = pending.popleft()
-                done(first, result.result())
         while pending:
             first, result = pending.popleft()
             done(first, result.result())
