@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import partial
-from operator import methodcaller
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias, cast, get_origin
 
 from pydantic import (
@@ -360,16 +359,31 @@ _REWRITES: dict[Any, str] = {
 }
 
 
+# A creation time as encode_message writes it, in UTC with "Z", is read by
+# datetime.fromisoformat (a C call), which gives it tzinfo UTC; the pattern keeps to the
+# forms that pydantic's own parser reads alike. Any other form takes the general path.
+_UTC_TIME_SCHEMA = core_schema.chain_schema(
+    [
+        core_schema.str_schema(
+            strict=True,
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z$",
+        ),
+        core_schema.no_info_plain_validator_function(datetime.fromisoformat),
+    ]
+)
+
+
 def _stored_schema(node: Any, found: dict[str, int]) -> Any:
     """The message schema for JSON text, with the Python validators done in pydantic-core.
 
     Text parsed from JSON is valid Unicode (pydantic-core's parser refuses an escaped lone
     surrogate, and a ``str`` holding one cannot be parsed at all), so the surrogate check has
     nothing to find; a non-empty id and a non-empty list of tool results are length
-    constraints; an aware creation time becomes UTC through ``datetime.astimezone`` (a C
-    call). A naive creation time is refused here, and decode_message's general path takes
-    it as UTC exactly as construction does. Models are built without calling ``__init__``,
-    which only takes the text positionally. Each rewrite is counted in ``found``.
+    constraints; a creation time in UTC is read straight into UTC (_UTC_TIME_SCHEMA). A
+    creation time with another offset or none is refused here, and decode_message's
+    general path converts it exactly as construction does. Models are built without
+    calling ``__init__``, which only takes the text positionally. Each rewrite is counted
+    in ``found``.
     """
     if isinstance(node, list):
         return [_stored_schema(item, found) for item in node]
@@ -383,11 +397,7 @@ def _stored_schema(node: Any, found: dict[str, int]) -> Any:
             if rewrite == "surrogates":
                 return inner
             if rewrite == "created_at":
-                return {
-                    **node,
-                    "function": {"type": "no-info", "function": methodcaller("astimezone", UTC)},
-                    "schema": {**inner, "tz_constraint": "aware"},
-                }
+                return _UTC_TIME_SCHEMA
             return {**inner, "min_length": 1}  # the id and the tool results
     rewritten = {key: _stored_schema(value, found) for key, value in node.items()}
     if rewritten.get("type") == "model" and rewritten.get("custom_init"):

@@ -143,19 +143,45 @@ def test_codec_round_trips_any_text_and_metadata(text: str, metadata: dict[str, 
     assert decode_message(encode_message(message)) == message
 
 
-def test_decoded_creation_times_are_utc() -> None:
-    # encode_message writes "Z"; a record from elsewhere may carry an offset or none at all.
-    for stored, expected in [
-        ("2026-01-01T12:00:00Z", datetime(2026, 1, 1, 12, tzinfo=UTC)),
-        ("2026-01-01T12:00:00+02:00", datetime(2026, 1, 1, 10, tzinfo=UTC)),
-        ("2026-01-01T12:00:00", datetime(2026, 1, 1, 12, tzinfo=UTC)),
-    ]:
-        record = f'{{"type":"user","text":"x","created_at":"{stored}","v":1}}'
-        for data in (record, record.encode()):
-            decoded = decode_message(data)
-            assert decoded.created_at == expected
-            assert decoded.created_at.tzinfo is UTC
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        ('"2026-01-01T12:00:00Z"', datetime(2026, 1, 1, 12, tzinfo=UTC)),
+        ('"2026-01-01T12:00:00.5Z"', datetime(2026, 1, 1, 12, 0, 0, 500_000, tzinfo=UTC)),
+        ('"2026-01-01T12:00:00.123456Z"', datetime(2026, 1, 1, 12, 0, 0, 123_456, tzinfo=UTC)),
+        ('"2026-01-01T12:00:00.1234567Z"', datetime(2026, 1, 1, 12, 0, 0, 123_456, tzinfo=UTC)),
+        ('"9999-12-31T23:59:59.999999Z"', datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)),
+        ('"2026-01-01T12:00:00+02:00"', datetime(2026, 1, 1, 10, tzinfo=UTC)),
+        ('"2026-01-01T12:00:00"', datetime(2026, 1, 1, 12, tzinfo=UTC)),
+        ('"2026-01-01 12:00Z"', datetime(2026, 1, 1, 12, tzinfo=UTC)),
+        ("1767225600", datetime(2026, 1, 1, tzinfo=UTC)),
+    ],
+)
+def test_decoded_creation_times_are_utc(stored: str, expected: datetime) -> None:
+    # encode_message writes UTC with "Z"; a record from elsewhere may carry an offset, none at
+    # all, or another form pydantic reads.
+    record = f'{{"type":"user","text":"x","created_at":{stored},"v":1}}'
+    for data in (record, record.encode()):
+        decoded = decode_message(data)
+        assert decoded.created_at == expected
+        assert decoded.created_at.tzinfo is UTC
+    assert decode_messages([record])[0].created_at == expected
     assert decode_message(encode_message(UserMessage("x"))).created_at.tzinfo is UTC
+
+
+INVALID_TIMES = [
+    "2026-02-29T00:00:00Z",
+    "2026-01-01T24:00:00Z",
+    "20260101T120000Z",
+    "٢٠٢٦-01-01T12:00:00Z",
+]
+
+
+@pytest.mark.parametrize("stored", INVALID_TIMES)
+def test_invalid_stored_creation_times_are_decode_errors(stored: str) -> None:
+    record = f'{{"type":"user","text":"x","created_at":"{stored}","v":1}}'
+    with pytest.raises(MessageDecodeError, match="valid datetime"):
+        decode_message(record, conversation_id="c")
 
 
 @pytest.mark.parametrize(
