@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
 from chatmem import ChatMemoryLog, Message, decode_message, encode_message
 from chatmem.exceptions import MessageDecodeError
@@ -33,6 +33,46 @@ __all__ = [
 
 PAGE = 500
 """Messages or conversation ids read per round trip."""
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _in_order(
+    items: Iterable[_T],
+    work: Callable[[_T], _R],
+    done: Callable[[_R], Any],
+    *,
+    workers: int,
+    key: Callable[[_T], str],
+) -> None:
+    """Run ``work`` on ``workers`` threads; hand each result to ``done`` in the items' order.
+
+    At most twice ``workers`` items are in flight (memory stays bounded), and two items of
+    one key never run at once (a conversation's parts are written in order). The first
+    failure is raised once the items already started have finished.
+    """
+    if workers == 1:
+        for item in items:
+            done(work(item))
+        return
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="chatmem-transfer")
+    pending: deque[tuple[str, Future[_R]]] = deque()
+    try:
+        for item in items:
+            name = key(item)
+            while pending and (
+                len(pending) >= 2 * workers
+                or pending[0][1].done()
+                or any(other == name for other, _ in pending)
+            ):
+                done(pending.popleft()[1].result())
+            pending.append((name, pool.submit(work, item)))
+        while pending:
+            done(pending.popleft()[1].result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def iter_conversations(
@@ -373,28 +413,13 @@ def import_lines(
         if on_batch is not None:
             on_batch(len(unit.entries))
 
-    units = _units(_entries(source), batch_size * 20)
-    if concurrency == 1:
-        for unit in units:
-            done(_import_unit(repository, unit, batch_size))
-        return report
-    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="chatmem-import")
-    pending: deque[tuple[str, Future[_Unit]]] = deque()
-    try:
-        for unit in units:
-            # A conversation's lines are appended in the file's order: never two at once.
-            while pending and (
-                len(pending) >= 2 * concurrency
-                or pending[0][1].done()
-                or any(cid == unit.conversation_id for cid, _ in pending)
-            ):
-                done(pending.popleft()[1].result())
-            future = pool.submit(_import_unit, repository, unit, batch_size)
-            pending.append((unit.conversation_id, future))
-        while pending:
-            done(pending.popleft()[1].result())
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    _in_order(
+        _units(_entries(source), batch_size * 20),
+        lambda unit: _import_unit(repository, unit, batch_size),
+        done,
+        workers=concurrency,
+        key=lambda unit: unit.conversation_id,
+    )
     return report
 
 
@@ -414,8 +439,35 @@ class MigrationReport:
     """Conversations whose destination already held more messages than the source."""
 
 
-def _count(repository: ChatMemoryLog, conversation_id: str) -> int:
-    return sum(len(page) for page in iter_history(repository, conversation_id))
+def _stored_ids(repository: ChatMemoryLog, conversation_id: str) -> set[str]:
+    return {m.id for page in iter_history(repository, conversation_id) for m in page}
+
+
+@dataclass
+class _Copied:
+    conversation_id: str
+    read: int = 0
+    stored: int = 0
+    held: int = 0
+    """Messages in the destination once copied (read back if anything was appended)."""
+
+
+def _copy_one(source: ChatMemoryLog, destination: ChatMemoryLog, conversation_id: str) -> _Copied:
+    """Copy the messages of one conversation that the destination does not hold, in order.
+
+    The destination's ids are read first, so a conversation already copied costs one read
+    on each side and no append.
+    """
+    held = _stored_ids(destination, conversation_id)
+    copied = _Copied(conversation_id, held=len(held))
+    for page in iter_history(source, conversation_id):
+        copied.read += len(page)
+        new = [message for message in page if message.id not in held]
+        if new:
+            copied.stored += len(destination.append(conversation_id, new))
+            held.update(message.id for message in new)
+            copied.held = -1  # not known until read back
+    return copied
 
 
 def migrate(
@@ -424,37 +476,55 @@ def migrate(
     *,
     owner: str | None = None,
     verify: bool = True,
+    concurrency: int = 1,
     on_conversation: Callable[[str, int], Any] | None = None,
 ) -> MigrationReport:
     """Copy every conversation from ``source`` to ``destination``, a page at a time.
 
     Messages keep their ids, timestamps and metadata; the destination assigns positions in
-    the source's order. Re-running copies nothing twice. With ``verify``, each conversation's
-    message count is compared right after it is copied.
+    the source's order. The destination's ids are read before a conversation is copied, so
+    only missing messages are appended and a re-run appends nothing. With ``verify``, each
+    conversation's message count in the destination is compared with the source's (read
+    back when anything was appended).
 
     Args:
         source: Where to read.
         destination: Where to write.
         owner: Only this owner's conversations.
         verify: Count each conversation in the destination after copying it.
-        on_conversation: Called with each conversation id and its message count when done.
+        concurrency: Conversations copied at once, each on a thread (both repositories must
+            be safe to share between threads, as every built-in backend is).
+        on_conversation: Called with each conversation id and its message count when done,
+            in the source's order.
     """
     report = MigrationReport()
-    for conversation_id in iter_conversations(source, owner=owner):
-        read = 0
-        for page in iter_history(source, conversation_id):
-            read += len(page)
-            report.stored += len(destination.append(conversation_id, page))
-        report.read += read
+
+    def copy(conversation_id: str) -> _Copied:
+        copied = _copy_one(source, destination, conversation_id)
+        if verify and copied.held < 0:
+            copied.held = len(_stored_ids(destination, conversation_id))
+        return copied
+
+    def done(copied: _Copied) -> None:
+        report.read += copied.read
+        report.stored += copied.stored
         report.conversations += 1
         if verify:
-            copied = _count(destination, conversation_id)
-            if copied < read:
+            if copied.held < copied.read:
                 report.mismatches.append(
-                    f"{conversation_id!r}: {read} in the source, {copied} in the destination"
+                    f"{copied.conversation_id!r}: {copied.read} in the source, {copied.held} "
+                    "in the destination"
                 )
-            elif copied > read:
+            elif copied.held > copied.read:
                 report.extra += 1
         if on_conversation is not None:
-            on_conversation(conversation_id, read)
+            on_conversation(copied.conversation_id, copied.read)
+
+    _in_order(
+        iter_conversations(source, owner=owner),
+        copy,
+        done,
+        workers=concurrency,
+        key=lambda conversation_id: conversation_id,
+    )
     return report

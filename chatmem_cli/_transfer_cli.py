@@ -231,6 +231,7 @@ def migrate_command(
                 destination,
                 owner=owner,
                 verify=verify,
+                concurrency=concurrency,
                 on_conversation=lambda _id, _n: progress.advance(task),
             )
     elapsed = time.perf_counter() - started
