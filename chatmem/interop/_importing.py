@@ -95,7 +95,7 @@ class ImportedConversation:
 
         Args:
             conversation_id: The source's session id.
-            ids: The ids the messages get, in order (one per message ``convert`` returns).
+            ids: The ids its messages get, in order, known without converting them.
             convert: Returns the messages, oldest first; called at most once.
             left_out: Stored messages the source kept too little of to import.
         """

@@ -59,6 +59,7 @@ require("llama_index.core", "llama-index")
 from llama_index.core.base.llms.types import ChatMessage  # noqa: E402
 
 from chatmem.interop.llama_index import from_llama_index  # noqa: E402
+from chatmem.messages import Message  # noqa: E402
 
 __all__ = [
     "ImportReport",
@@ -74,18 +75,27 @@ __all__ = [
 def _convert(
     source: str, session: str, rows: Sequence[tuple[Any, Any, datetime | None]]
 ) -> ImportedConversation:
-    """Convert one key's rows (row key, message JSON, time) to chatmem messages."""
-    out = []
-    names: dict[str, str] = {}
-    for key, data, at in rows:
-        # One at a time, so each message gets the id of its own row.
-        for message in from_llama_index([ChatMessage.model_validate(data)], tool_names=names):
-            update: dict[str, Any] = {"id": stable_id(source, session, key)}
-            if at is not None:
-                update["created_at"] = at
-            out.append(message.model_copy(update=update))
-            names.update((c.id, c.name) for c in getattr(message, "tool_calls", []))
-    return ImportedConversation(session, out)
+    """One key's rows (row key, message JSON, time), converted to chatmem messages when needed.
+
+    A message's id is its row's, so the ids are known before converting: an import that
+    finds them all stored converts nothing.
+    """
+    ids = [stable_id(source, session, key) for key, _, _ in rows]
+
+    def convert() -> list[Message]:
+        out: list[Message] = []
+        names: dict[str, str] = {}
+        for (_, data, at), message_id in zip(rows, ids, strict=True):
+            # One at a time, so each message gets the id of its own row.
+            for message in from_llama_index([ChatMessage.model_validate(data)], tool_names=names):
+                update: dict[str, Any] = {"id": message_id}
+                if at is not None:
+                    update["created_at"] = at
+                out.append(message.model_copy(update=update))
+                names.update((c.id, c.name) for c in getattr(message, "tool_calls", []))
+        return out
+
+    return ImportedConversation.deferred(session, ids, convert)
 
 
 def llama_index_sql_conversations(
