@@ -213,7 +213,29 @@ def engine_arguments(
             "max_overflow": max_overflow,
             "pool_timeout": max(1.0, connect_timeout.total_seconds()),
         }
+    if parsed.get_backend_name() in _MYSQL:
+        # The pool's rollback on return is a round trip on MySQL/MariaDB even right after a
+        # COMMIT: prepare_owned_engine installs one that asks the driver first.
+        kwargs["pool_reset_on_return"] = None
     return parsed, kwargs
+
+
+_MYSQL = ("mysql", "mariadb")
+_IN_TRANSACTION = 1  # MySQL's SERVER_STATUS_IN_TRANS, in the status of every OK/EOF packet
+
+
+def _rollback_if_in_transaction(dbapi_connection: Any, record: Any, state: Any) -> None:
+    """Reset a MySQL/MariaDB connection returning to the pool: roll back only if needed.
+
+    The engine's own reset (``pool_reset_on_return``) is off: it would send ROLLBACK after
+    every COMMIT. PyMySQL and aiomysql keep the server's status from its last answer, which
+    says whether a transaction is open. A connection being discarded is not touched.
+    """
+    if state.transaction_was_reset or not state.asyncio_safe or state.terminate_only:
+        return
+    status = getattr(record.driver_connection, "server_status", None)
+    if not isinstance(status, int) or status & _IN_TRANSACTION:
+        dbapi_connection.rollback()
 
 
 def core_engine(engine: Engine | AsyncEngine) -> Engine:
@@ -238,6 +260,8 @@ def prepare_owned_engine(
     sync = core_engine(engine)
     if sync.dialect.name == "sqlite":
         event.listen(sync, "connect", _sqlite_pragmas)
+    if sync.dialect.name in _MYSQL:
+        event.listen(sync, "reset", _rollback_if_in_transaction)
     socket_of = _SOCKETS.get(sync.dialect.driver)
     if socket_of is not None:
         install_deadlines(sync, read_timeout.total_seconds(), socket_of)

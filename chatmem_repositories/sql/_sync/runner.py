@@ -84,6 +84,12 @@ class Runner:
         # Reads (and PostgreSQL's one-statement append) are single statements: autocommit
         # spares the BEGIN/COMMIT round trips.
         self._autocommit_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+        # MySQL/MariaDB drivers switch autocommit with a statement, and SQLAlchemy switches
+        # it back (with the isolation level and a COMMIT) when the connection returns: six
+        # round trips for a read. A read in the connection's own transaction takes two: the
+        # SELECT and the ROLLBACK that ends it.
+        mysql = engine.dialect.name in ("mysql", "mariadb")
+        self._read_engine = engine if mysql else self._autocommit_engine
         self._backend = engine.dialect.name
         self._metadata = metadata
         self._ready = not create_schema
@@ -166,7 +172,8 @@ class Runner:
             attempt += 1
             sent = False
             try:
-                with self._autocommit_engine.connect() as connection:
+                engine = self._autocommit_engine if write else self._read_engine
+                with engine.connect() as connection:
                     sent = write
                     result = connection.execute(statement, params)
                     return list(result.all())
