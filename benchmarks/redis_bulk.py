@@ -37,7 +37,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import redis
 
 from chatmem import AssistantMessage, Message, UserMessage
-from chatmem_cli._transfer import migrate
 from chatmem_repositories import create_repository, redact_url
 
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
@@ -116,6 +115,8 @@ class Run:
             self.repository.append_many(pairs[start : start + group])
 
     def migrate(self, total: int) -> None:
+        from chatmem_cli._transfer import migrate  # only this phase needs the CLI
+
         source = create_repository("memory://")
         migrated = [f"bulk-migrate-{c}" for c in range(len(self.histories))]
         for cid, history in zip(migrated, self.histories, strict=True):
