@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Where a PostgreSQL turn's time goes: client CPU, server CPU and wall time, three ways.
+
+Interleaved in rounds, on one conversation of ``--length`` messages each:
+
+- ``floor``: benchmarks/_floor_drivers.py's PostgreSQL floor (psycopg, a 4-column table,
+  read the newest 20 + insert two, prepared);
+- ``chatmem SQL``: chatmem's own two statements of a turn (the window read and the
+  one-statement append, as the repository compiles them) on a dedicated psycopg connection,
+  prepared: what chatmem's schema and SQL cost without any of chatmem's Python;
+- ``chatmem``: ``memory.get`` + one ``memory.add([user, answer])`` on the sync repository.
+
+Each reports, per turn, wall time, this process's CPU time and the CPU time of the server
+backend(s) serving it (read from /proc, so the server must run on this machine). CPU times
+hardly change with a shared machine's load; wall time does. Usage:
+
+    python benchmarks/sql_turn_cpu.py --url postgresql://test:test@127.0.0.1:54329/testdb
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _floor_drivers import TEXT, PostgresFloor
+from sqlalchemy import event
+
+from chatmem import AssistantMessage, MessageWindowChatMemory, UserMessage
+from chatmem_repositories import create_repository, redact_url
+
+
+def _cpu(pids: list[int]) -> float:
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="a postgresql:// URL")
+    parser.add_argument("--length", type=int, default=10, help="stored messages")
+    parser.add_argument("--turns", type=int, default=200, help="turns per round and way")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    import psycopg
+
+    repository = create_repository(args.url, initialize_schema="always")
+    engine: Any = repository._engine  # type: ignore[attr-defined]
+    pids: list[int] = []
+    event.listen(engine, "connect", lambda dbapi, _record: pids.append(dbapi.info.backend_pid))
+    memory = MessageWindowChatMemory(repository, max_messages=20)
+    tag = uuid.uuid4().hex[:8]
+    cid, raw_cid, floor_cid = f"cpu-{tag}", f"cpu-raw-{tag}", f"cpu-floor-{tag}"
+    history = [
+        (UserMessage if i % 2 == 0 else AssistantMessage)(f"{i:06d} {TEXT}"[:200])
+        for i in range(args.length)
+    ]
+    repository.append(cid, history)
+    repository.append(raw_cid, [m.model_copy(update={"id": f"{m.id}-raw"}) for m in history])
+
+    floor = PostgresFloor(args.url)
+    floor.fill(floor_cid, args.length)
+    floor_pid = floor.conn.info.backend_pid
+
+    # chatmem's statements, compiled as the repository runs them.
+    from chatmem_repositories.sql._codec import Batch
+    from chatmem_repositories.sql._compiled import compile_for_driver
+    from chatmem_repositories.sql._plans.postgresql import _params
+
+    plan: Any = repository._plan  # type: ignore[attr-defined]
+    read_sql = compile_for_driver(plan.reads.window_and_system(), engine.dialect)
+    append_sql = compile_for_driver(plan._append_statement(), engine.dialect)
+    assert read_sql is not None
+    assert append_sql is not None
+    raw = psycopg.connect(**_conninfo(args.url), autocommit=True)
+    raw_pid = raw.info.backend_pid
+
+    def raw_turn() -> None:
+        now = datetime.now(UTC)
+        params = {"cid": raw_cid, "limit": 20, "now": now}
+        raw.execute(read_sql.text, read_sql.bind(params), prepare=True).fetchall()
+        batch = Batch([UserMessage(TEXT), AssistantMessage(TEXT)])
+        bound = append_sql.bind(_params(raw_cid, batch, now, None))
+        raw.execute(append_sql.text, bound, prepare=True).fetchall()
+
+    def chatmem_turn() -> None:
+        memory.get(cid)
+        memory.add(cid, [UserMessage(TEXT), AssistantMessage(TEXT)])
+
+    ways: dict[str, tuple[Callable[[], None], Callable[[], list[int]]]] = {
+        "floor": (lambda: floor.turn(floor_cid), lambda: [floor_pid]),
+        "chatmem SQL": (raw_turn, lambda: [raw_pid]),
+        "chatmem": (chatmem_turn, lambda: pids),
+    }
+    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in ways}
+    try:
+        for turn, _ in ways.values():
+            for _ in range(30):
+                turn()  # warm up: connections, prepared statements
+        for _ in range(args.rounds):
+            for name, (turn, backends) in ways.items():
+                server, client = _cpu(backends()), time.process_time()
+                began = time.perf_counter()
+                for _ in range(args.turns):
+                    turn()
+                wall = time.perf_counter() - began
+                client = time.process_time() - client
+                server = _cpu(backends()) - server
+                results[name].append((wall, client, server))
+    finally:
+        repository.delete_by_conversation_id(cid)
+        repository.delete_by_conversation_id(raw_cid)
+        raw.close()
+        floor.close()
+        repository.close()
+    print(
+        f"{redact_url(args.url)}: {args.length} stored, {args.rounds} x {args.turns} turns, "
+        f"load {[round(x, 2) for x in os.getloadavg()]}"
+    )
+    print(f"{'per turn (median)':<18} {'wall us':>8} {'client CPU us':>14} {'server CPU us':>14}")
+    for name, rows in results.items():
+        wall, client, server = (
+            statistics.median(row[i] for row in rows) / args.turns * 1e6 for i in range(3)
+        )
+        print(f"{name:<18} {wall:>8.0f} {client:>14.0f} {server:>14.0f}")
+    return 0
+
+
+def _conninfo(url: str) -> dict[str, Any]:
+    from _floor_drivers import _sql_parts
+
+    parts = _sql_parts(url)
+    return {**parts, "port": parts["port"] or 5432}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
