@@ -5,8 +5,8 @@ One turn of the memory advisor decodes a window of stored messages and encodes a
 the user message and the answer. This benchmark times exactly those pieces, per message:
 
 - ``decode``: ``decode_message`` of each of 20 stored records (10 user, 10 assistant);
-- ``decode batch``: ``decode_messages`` of the same 20 records in one call (an implementation
-  without it decodes them one at a time, as in ``decode``);
+- ``decode many``: ``decode_messages`` of the same 20 records (an implementation without it
+  decodes them one at a time, as in ``decode``);
 - ``encode``: ``encode_message`` of a user message and an answer;
 - ``construct``: ``UserMessage(text)`` plus ``AssistantMessage(text)``;
 - ``uuid7``: one message id.
@@ -100,10 +100,10 @@ def cases(module: ModuleType, chars: int) -> dict[str, tuple[Callable[[], object
         "uuid7": (uuid7, 1),
     }
     if hasattr(module, "decode_messages"):
-        batch = module.decode_messages
-        out["decode batch"] = (lambda: batch(stored, conversation_id="c"), WINDOW)
-    else:  # no batch function: the same window decoded one record at a time
-        out["decode batch"] = (decode_window, WINDOW)
+        many = module.decode_messages
+        out["decode many"] = (lambda: many(stored, conversation_id="c"), WINDOW)
+    else:
+        out["decode many"] = (decode_window, WINDOW)
     assert [decode(r) for r in stored] == window
     return out
 
