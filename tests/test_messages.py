@@ -8,7 +8,7 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatmem import (
@@ -26,6 +26,7 @@ from chatmem import (
 from chatmem.exceptions import ChatModelHTTPError, RepositoryConnectionError
 from chatmem.messages import CODEC_VERSION, decode_messages, searchable_text
 from chatmem.testing import every_kind_of_message
+from tests.interop_strategies import conversations
 
 
 def test_every_kind_round_trips_exactly() -> None:
@@ -233,3 +234,87 @@ def test_decode_messages_never_combines_corrupt_neighbours() -> None:
     second = '"}},{"type":"user","text":"b"' + ',"v":1}'
     with pytest.raises(MessageDecodeError, match="not valid JSON"):
         decode_messages([first, second], conversation_id="c")
+
+
+# Stored records near a message's shape: mostly valid messages of each type with the odd
+# wrong value, and records with any field right or wrong.
+_good_text = st.text(st.characters(codec="utf-8"), max_size=8)
+_any_text = st.one_of(_good_text, _good_text, _good_text, st.sampled_from(["", "\ud800"]))
+_json_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | _any_text,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_any_text, inner, max_size=2),
+    max_leaves=4,
+)
+_times = st.sampled_from(
+    [
+        "2026-01-01T12:00:00Z",
+        "2026-01-01T12:00:00.25Z",
+        "2026-01-01T12:00:00.1234567Z",
+        "2026-01-01T12:00:00+01:00",
+        "2026-01-01T12:00:00",
+        "2026-02-30T00:00:00Z",
+        "x",
+        1767225600,
+        None,
+    ]
+)
+_common = {
+    "id": st.one_of(_good_text.filter(bool), _good_text.filter(bool), st.just(""), st.just(1)),
+    "created_at": _times,
+    "metadata": st.one_of(st.dictionaries(_any_text, _json_value, max_size=2), _json_value),
+}
+_media = st.sampled_from(
+    [[], [{"mime_type": "a/b", "url": "u"}], [{"mime_type": "a/b"}],
+     [{"mime_type": "a/b", "data": "aGk="}], [{"mime_type": "a/b", "data": "!"}]]
+)  # fmt: skip
+_calls = st.sampled_from([[], [{"id": "1", "name": "f", "arguments": "{}"}], [{}]])
+_responses = st.sampled_from([[{"id": "1", "name": "f", "response_data": "r"}], [], [{}]])
+_record_fields = st.one_of(
+    st.fixed_dictionaries({"type": st.just("user"), "text": _any_text},
+                          optional={**_common, "media": _media}),
+    st.fixed_dictionaries({"type": st.just("assistant")},
+                          optional={**_common, "text": _any_text, "tool_calls": _calls,
+                                    "media": _media}),
+    st.fixed_dictionaries({"type": st.just("system"), "text": _any_text}, optional=_common),
+    st.fixed_dictionaries({"type": st.just("tool"), "responses": _responses}, optional=_common),
+    st.fixed_dictionaries(
+        {},
+        optional={**_common, "type": st.sampled_from(["user", "tool", "USER", "other", 1]),
+                  "text": _any_text | st.none(), "media": _media, "tool_calls": _calls,
+                  "responses": _responses, "extra": st.just(1)},
+    ),
+)  # fmt: skip
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(fields=_record_fields, ascii_only=st.booleans())
+def test_the_fast_decoder_accepts_only_what_the_general_path_accepts_alike(
+    fields: dict[str, object], ascii_only: bool
+) -> None:
+    # decode_message validates encode_message's records with pydantic-core alone and sends
+    # anything it refuses down the general path (json.loads, then the models' validators).
+    # Whatever the fast path accepts, the general path must accept as the same message.
+    record = json.dumps(fields, ensure_ascii=ascii_only, separators=(",", ":"))[:-1]
+    record = (record + "," if fields else record) + '"v":1}'
+    try:
+        general = messages._decode_general(record, None)
+    except MessageDecodeError:
+        general = None
+    try:
+        fast = decode_message(record)
+    except MessageDecodeError:
+        assert general is None
+        return
+    assert type(fast) is type(general)
+    # A record without an id or a creation time gets new ones on each decode.
+    fresh = {"id", "created_at"} - fields.keys()
+    assert fast.model_dump(exclude=fresh) == general.model_dump(exclude=fresh)
+    assert fast.created_at.tzinfo is UTC
+
+
+@settings(max_examples=100, deadline=None)
+@given(conversation=conversations())
+def test_conversations_decode_alike_on_both_paths(conversation: list[object]) -> None:
+    for message in conversation:
+        record = encode_message(message)  # type: ignore[arg-type]
+        assert decode_message(record) == messages._decode_general(record, None) == message
