@@ -14,6 +14,7 @@ import pytest
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
+from chatmem import Message, UserMessage
 from chatmem.backend import Position
 from chatmem.testing import (
     AsyncHistoryCheckerConformance,
@@ -107,3 +108,37 @@ class TestRedisClusterSummariesSync(SummaryConformance):
             return RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX, **options)
 
         return factory
+
+
+def _bulk(tag: str) -> list[tuple[str, list[Message]]]:
+    # 40 conversations: their 64 buckets spread them over every master.
+    return [
+        (f"bulk-{tag}-{c}", [UserMessage(f"{c}:{i}") for i in range(c % 5 + 1)]) for c in range(40)
+    ]
+
+
+def test_append_many_spans_every_master_in_one_call(cluster_url: str) -> None:
+    pairs = _bulk(uuid.uuid4().hex[:8])
+    with RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX) as repo:
+        client: Any = repo._client  # a RedisCluster (the URL says so)
+        masters = {client.get_node_from_key(repo._append_keys(cid)[0]).name for cid, _ in pairs}
+        assert len(masters) == len(client.get_primaries())
+        stored = repo.append_many(pairs)
+        assert [[s.message for s in batch] for batch in stored] == [ms for _, ms in pairs]
+        assert repo.append_many(pairs) == [[]] * len(pairs)  # every id is known by now
+        for cid, messages in pairs:
+            assert repo.find_by_conversation_id(cid) == messages
+        listed = set(repo.list_conversations(limit=1000).conversation_ids)
+        assert {cid for cid, _ in pairs} <= listed
+
+
+async def test_async_append_many_spans_every_master_in_one_call(cluster_url: str) -> None:
+    pairs = _bulk(uuid.uuid4().hex[:8])
+    async with AsyncRedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX) as repo:
+        stored = await repo.append_many(pairs)
+        assert [[s.position for s in batch] for batch in stored] == [
+            list(range(1, len(ms) + 1)) for _, ms in pairs
+        ]
+        assert await repo.append_many(pairs) == [[]] * len(pairs)
+        for cid, messages in pairs:
+            assert await repo.find_by_conversation_id(cid) == messages
