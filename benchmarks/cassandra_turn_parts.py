@@ -60,7 +60,8 @@ def main() -> None:
     floor = CassandraFloor(args.url)
     ids = {name: f"turn-parts-{name}-{uuid.uuid4().hex[:8]}" for name in ("cm", "plain", "fl")}
     seed = [(UserMessage if i % 2 == 0 else AssistantMessage)(TEXT) for i in range(args.length)]
-    repository.append(ids["cm"], seed)
+    for start in range(0, len(seed), 1000):
+        repository.append(ids["cm"], seed[start : start + 1000])
     floor.fill(ids["fl"], args.length)
     plain_next = [1]
 
