@@ -13,7 +13,9 @@ Neo4j reuses the records of deleted nodes and properties, so a round on a server
 deleted data before may fill freed records instead of growing the files; the second round
 (after the first has used up what was free) is the one to read. Other clients writing to
 the same server at the same time add to the growth: run it on a quiet server, or read both
-rounds and take the smaller.
+rounds and take the smaller. Neo4j also grows its store files in large preallocated steps
+(tens of MB), so the growth per round is coarse: store enough messages that a step is small
+beside it, and read the per-file growth that is printed too.
 
 Usage:
     python benchmarks/neo4j_storage.py --url bolt://127.0.0.1:7687
@@ -46,14 +48,31 @@ DATA = Path("/tmp/chatmem-servers/neo4j/data")
 BATCH = 100
 
 
-def directory_bytes(path: Path) -> int:
-    """Bytes allocated on disk by the files under ``path``."""
-    total = 0
+def file_bytes(path: Path) -> dict[str, int]:
+    """The size of every file under ``path``, by path relative to it."""
+    sizes: dict[str, int] = {}
     for root, _dirs, files in os.walk(path):
         for name in files:
+            full = os.path.join(root, name)
             with contextlib.suppress(FileNotFoundError):  # rotated away while walking
-                total += os.stat(os.path.join(root, name)).st_size
-    return total
+                sizes[os.path.relpath(full, path)] = os.stat(full).st_size
+    return sizes
+
+
+def directory_bytes(path: Path) -> int:
+    """Bytes taken by the files under ``path``."""
+    return sum(file_bytes(path).values())
+
+
+def growth(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Growth per store file group (nodes, properties, strings, indexes, ...), in bytes."""
+    groups: dict[str, int] = {}
+    for name, size in after.items():
+        change = size - before.get(name, 0)
+        if change:
+            group = "indexes" if name.startswith("schema") else name.split(".id")[0]
+            groups[group] = groups.get(group, 0) + change
+    return groups
 
 
 def messages(first: int, count: int) -> list[Message]:
@@ -120,6 +139,7 @@ def main() -> int:
         repository.append("warm-up", messages(0, 2))  # schema and labels exist from here on
         stored.append("warm-up")
         store, logs = sizes(args.url, args.database, args.data_dir)
+        files = file_bytes(args.data_dir / "databases" / args.database)
         for round_ in range(args.rounds):
             began = time.perf_counter()
             for c in range(args.conversations):
@@ -144,7 +164,11 @@ def main() -> int:
                 f"{row['store_bytes_per_message']} bytes per message (transaction log "
                 f"{row['transaction_log_bytes_per_message']}); encoded message {payload:.0f} B"
             )
-            store, logs = new_store, new_logs
+            new_files = file_bytes(args.data_dir / "databases" / args.database)
+            row["growth_by_file"] = growth(files, new_files)
+            for group, change in sorted(row["growth_by_file"].items(), key=lambda g: -g[1]):
+                print(f"  {group:<44} {change / count:8.0f} bytes per message")
+            store, logs, files = new_store, new_logs, new_files
     finally:
         if not args.keep:
             for cid in stored:
