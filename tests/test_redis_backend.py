@@ -323,6 +323,21 @@ def test_append_many_writes_every_conversation_once_in_order(
         repository.delete_by_conversation_id(cid)
 
 
+def test_a_server_without_the_scripts_gets_them_again(
+    repository: RedisChatMemoryRepository, raw: redis.Redis
+) -> None:
+    cid = f"noscript-{uuid.uuid4().hex[:8]}"
+    repository.append(cid, [UserMessage("before")])
+    raw.script_flush()  # as after a restart or a failover: every EVALSHA meets NOSCRIPT
+    assert [s.position for s in repository.append(cid, [UserMessage("after")])] == [2]
+    raw.script_flush()
+    system, window = repository.find_window(cid, 5)
+    assert system is None
+    assert [s.message.text for s in window] == ["before", "after"]  # type: ignore[union-attr]
+    assert raw.script_exists(repository._scripts["WINDOW"].sha) == [True]
+    repository.delete_by_conversation_id(cid)
+
+
 def test_append_many_with_a_bad_id_writes_nothing(repository: RedisChatMemoryRepository) -> None:
     pairs = _bulk(uuid.uuid4().hex[:8], 2, 2)
     with pytest.raises(ConfigurationError):

@@ -261,7 +261,16 @@ class RedisChatMemoryRepository:
     def _run(
         self, action: str, script: str, keys: list[str], args: list[Any], *, write: bool = False
     ) -> Any:
-        return self._call(action, lambda: self._scripts[script](keys=keys, args=args), write=write)
+        return self._call(action, lambda: self._evalsha(script, keys, args), write=write)
+
+    def _evalsha(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        # EVALSHA straight from the client (redis-py's Script object adds a layer per call).
+        # A server that lacks the script (restarted, failed over, SCRIPT FLUSH) answers
+        # NOSCRIPT; EVAL then runs it and caches it there.
+        try:
+            return self._client.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return self._client.eval(getattr(_scripts, name), len(keys), *keys, *args)
 
     def _names(self, conversation_id: str) -> tuple[list[str], list[str], str]:
         # (conversation keys, append keys, escaped owner) of a validated conversation id.
