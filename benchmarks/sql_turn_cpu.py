@@ -12,7 +12,9 @@ Interleaved in rounds, on one conversation of ``--length`` messages each:
 
 Each reports, per turn, wall time, this process's CPU time and the CPU time of the server
 backend(s) serving it (read from /proc, so the server must run on this machine). CPU times
-hardly change with a shared machine's load; wall time does. Usage:
+hardly change with a shared machine's load; wall time does. ``--source DIR`` imports chatmem
+from another tree (an earlier version; its turn is then compared with the floor only), so
+versions can be run alternately. Usage:
 
     python benchmarks/sql_turn_cpu.py --url postgresql://test:test@127.0.0.1:54329/testdb
 """
@@ -30,7 +32,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if "--source" in sys.argv:
+    sys.path.insert(0, sys.argv[sys.argv.index("--source") + 1])
+else:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _floor_drivers import TEXT, PostgresFloor
@@ -57,9 +62,8 @@ def main() -> int:
     parser.add_argument("--length", type=int, default=10, help="stored messages")
     parser.add_argument("--turns", type=int, default=200, help="turns per round and way")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--source", help="import chatmem from this tree (an earlier version)")
     args = parser.parse_args()
-    import psycopg
-
     repository = create_repository(args.url, initialize_schema="always")
     engine: Any = repository._engine  # type: ignore[attr-defined]
     pids: list[int] = []
@@ -78,36 +82,19 @@ def main() -> int:
     floor.fill(floor_cid, args.length)
     floor_pid = floor.conn.info.backend_pid
 
-    # chatmem's statements, compiled as the repository runs them.
-    from chatmem_repositories.sql._codec import Batch
-    from chatmem_repositories.sql._compiled import compile_for_driver
-    from chatmem_repositories.sql._plans.postgresql import _params
-
-    plan: Any = repository._plan  # type: ignore[attr-defined]
-    read_sql = compile_for_driver(plan.reads.window_and_system(), engine.dialect)
-    append_sql = compile_for_driver(plan._append_statement(), engine.dialect)
-    assert read_sql is not None
-    assert append_sql is not None
-    raw = psycopg.connect(**_conninfo(args.url), autocommit=True)
-    raw_pid = raw.info.backend_pid
-
-    def raw_turn() -> None:
-        now = datetime.now(UTC)
-        params = {"cid": raw_cid, "limit": 20, "now": now}
-        raw.execute(read_sql.text, read_sql.bind(params), prepare=True).fetchall()
-        batch = Batch([UserMessage(TEXT), AssistantMessage(TEXT)])
-        bound = append_sql.bind(_params(raw_cid, batch, now, None))
-        raw.execute(append_sql.text, bound, prepare=True).fetchall()
+    ways: dict[str, tuple[Callable[[], None], Callable[[], list[int]]]] = {
+        "floor": (lambda: floor.turn(floor_cid), lambda: [floor_pid]),
+    }
+    raw: Any = None
+    if args.source is None:
+        raw, raw_turn, raw_pid = _chatmem_sql(args.url, repository, raw_cid)
+        ways["chatmem SQL"] = (raw_turn, lambda: [raw_pid])
 
     def chatmem_turn() -> None:
         memory.get(cid)
         memory.add(cid, [UserMessage(TEXT), AssistantMessage(TEXT)])
 
-    ways: dict[str, tuple[Callable[[], None], Callable[[], list[int]]]] = {
-        "floor": (lambda: floor.turn(floor_cid), lambda: [floor_pid]),
-        "chatmem SQL": (raw_turn, lambda: [raw_pid]),
-        "chatmem": (chatmem_turn, lambda: pids),
-    }
+    ways["chatmem"] = (chatmem_turn, lambda: pids)
     results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in ways}
     try:
         for turn, _ in ways.values():
@@ -126,7 +113,8 @@ def main() -> int:
     finally:
         repository.delete_by_conversation_id(cid)
         repository.delete_by_conversation_id(raw_cid)
-        raw.close()
+        if raw is not None:
+            raw.close()
         floor.close()
         repository.close()
     print(
@@ -140,6 +128,32 @@ def main() -> int:
         )
         print(f"{name:<18} {wall:>8.0f} {client:>14.0f} {server:>14.0f}")
     return 0
+
+
+def _chatmem_sql(url: str, repository: Any, cid: str) -> tuple[Any, Callable[[], None], int]:
+    """A bare psycopg connection running chatmem's two statements of a turn, compiled."""
+    import psycopg
+
+    from chatmem_repositories.sql._codec import Batch
+    from chatmem_repositories.sql._compiled import compile_for_driver
+    from chatmem_repositories.sql._plans.postgresql import _params
+
+    plan, dialect = repository._plan, repository._engine.dialect
+    read_sql = compile_for_driver(plan.reads.window_and_system(), dialect)
+    append_sql = compile_for_driver(plan._append_statement(), dialect)
+    assert read_sql is not None
+    assert append_sql is not None
+    raw = psycopg.connect(**_conninfo(url), autocommit=True)
+
+    def raw_turn() -> None:
+        now = datetime.now(UTC)
+        params = {"cid": cid, "limit": 20, "now": now}
+        raw.execute(read_sql.text, read_sql.bind(params), prepare=True).fetchall()
+        batch = Batch([UserMessage(TEXT), AssistantMessage(TEXT)])
+        bound = append_sql.bind(_params(cid, batch, now, None))
+        raw.execute(append_sql.text, bound, prepare=True).fetchall()
+
+    return raw, raw_turn, raw.info.backend_pid
 
 
 def _conninfo(url: str) -> dict[str, Any]:
