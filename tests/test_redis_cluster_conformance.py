@@ -110,6 +110,14 @@ class TestRedisClusterSummariesSync(SummaryConformance):
         return factory
 
 
+def _flush_scripts(url: str) -> None:
+    seeds = [ClusterNode(host, port) for host, port in cluster_seeds(url)]
+    with RedisCluster(startup_nodes=seeds) as client:
+        for node in client.get_primaries():
+            with redis.Redis(host=node.host, port=node.port) as raw:
+                raw.script_flush()
+
+
 def _bulk(tag: str) -> list[tuple[str, list[Message]]]:
     # 40 conversations: their 64 buckets spread them over every master.
     return [
@@ -123,6 +131,7 @@ def test_append_many_spans_every_master_in_one_call(cluster_url: str) -> None:
         client: Any = repo._client  # a RedisCluster (the URL says so)
         masters = {client.get_node_from_key(repo._append_keys(cid)[0]).name for cid, _ in pairs}
         assert len(masters) == len(client.get_primaries())
+        _flush_scripts(cluster_url)  # every master answers NOSCRIPT: those go again as EVAL
         stored = repo.append_many(pairs)
         assert [[s.message for s in batch] for batch in stored] == [ms for _, ms in pairs]
         assert repo.append_many(pairs) == [[]] * len(pairs)  # every id is known by now
@@ -135,6 +144,7 @@ def test_append_many_spans_every_master_in_one_call(cluster_url: str) -> None:
 async def test_async_append_many_spans_every_master_in_one_call(cluster_url: str) -> None:
     pairs = _bulk(uuid.uuid4().hex[:8])
     async with AsyncRedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX) as repo:
+        _flush_scripts(cluster_url)
         stored = await repo.append_many(pairs)
         assert [[s.position for s in batch] for batch in stored] == [
             list(range(1, len(ms) + 1)) for _, ms in pairs
