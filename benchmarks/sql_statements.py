@@ -2,9 +2,10 @@
 """Count SQL statements and DBAPI round trips per memory read and per append.
 
 Counts the statements SQLAlchemy sends (``before_cursor_execute``) and shows SQLAlchemy's
-transaction markers beside them. Reads run in AUTOCOMMIT, so their "(begin)" is only
-logical: nothing is sent. A write's commit is one more round trip; psycopg also sends BEGIN
-as its own round trip, while pymysql and sqlite3 do not.
+transaction markers beside them. A write's commit is one more round trip; psycopg also
+sends BEGIN as its own round trip, while pymysql and sqlite3 do not. On PostgreSQL the
+turn's read and append go to psycopg's cursor without SQLAlchemy and are not counted here;
+benchmarks/sql_round_trips.py counts what every layer sends, on any network backend.
 
 Usage:
     python benchmarks/sql_statements.py --url sqlite:////tmp/chat.db
