@@ -8,13 +8,14 @@ answers). Then, for each destination (PostgreSQL and Redis), in one run:
 - ``read``: the source alone (``read_source`` iterated, converted, nothing written);
 - ``migrate``: ``import_conversations(read_source(...), destination, verify=True)``, what the
   command runs, end to end: messages per second;
-- ``no-op re-run``: the same again, end to end: every conversation is found complete and
-  nothing is appended (reading the source is most of it);
+- ``no-op re-run``: the same again, end to end: every conversation is found complete by its
+  message ids, which the reader knows before converting, so nothing is converted or appended;
 - the destination's share of a re-run, from conversations already read: the completeness
   check (``import_conversations`` on the read list) beside appending every message again
   and letting the repository skip them by id (its idempotent append).
 
-Conversation ids carry a fresh tag and are deleted from the destinations afterwards. Needs
+Conversation ids carry a fresh tag and are deleted from the destinations afterwards. For the
+pipeline before and after side by side, see ``migrate_pipeline.py``. Needs
 ``pip install "chatmem[langchain,postgresql,redis]" langchain-community``. Usage:
 
     python benchmarks/migrate_sources.py \
