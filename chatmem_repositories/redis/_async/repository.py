@@ -61,7 +61,7 @@ __all__ = ["AsyncRedisChatMemoryRepository"]
 T = TypeVar("T")
 
 _TYPE_KEY = {"system": 7, "user": 8, "assistant": 9, "tool": 10}  # index into the eleven keys
-_KEY_CACHE_SIZE = 4096  # conversations whose key names are kept, per repository
+_KEY_CACHE_SIZE = 1024  # conversations whose key names are kept (~1.7 kB each)
 
 
 def _stored(reply: list[Any], messages: Sequence[Message]) -> list[StoredMessage]:
