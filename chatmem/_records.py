@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -18,7 +19,7 @@ from the client's clock. Pass one back as ``before=`` or ``after=`` to page.
 """
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class StoredMessage:
     """A message together with the position its repository assigned to it."""
 
@@ -26,6 +27,16 @@ class StoredMessage:
     """The repository-assigned position."""
     message: Message
     """The message, exactly as appended."""
+
+    def __init__(self, position: Position, message: Message) -> None:
+        # Repositories make one per row read: the slots are set through their descriptors,
+        # which a frozen dataclass's generated __init__ reaches through object.__setattr__.
+        _set_position(self, position)
+        _set_message(self, message)
+
+
+_set_position: Callable[[StoredMessage, Position], None] = vars(StoredMessage)["position"].__set__
+_set_message: Callable[[StoredMessage, Message], None] = vars(StoredMessage)["message"].__set__
 
 
 @dataclass(frozen=True, slots=True)

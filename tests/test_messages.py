@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import uuid
@@ -15,6 +16,7 @@ from chatmem import (
     AssistantMessage,
     Media,
     MessageDecodeError,
+    StoredMessage,
     SystemMessage,
     ToolCall,
     UserMessage,
@@ -107,6 +109,18 @@ def test_corrupt_records_raise_decode_error_naming_conversation(stored: str | by
     with pytest.raises(MessageDecodeError, match="conv-7") as caught:
         decode_message(stored, conversation_id="conv-7")
     assert caught.value.conversation_id == "conv-7"
+
+
+def test_stored_messages_are_frozen_values() -> None:
+    message = UserMessage("x")
+    stored = StoredMessage(3, message)
+    assert (stored.position, stored.message) == (3, message)
+    assert stored == StoredMessage(position=3, message=message)
+    assert pickle.loads(pickle.dumps(stored)) == stored
+    assert dataclasses.replace(stored, position=4) == StoredMessage(4, message)
+    assert repr(stored).startswith("StoredMessage(position=3, message=UserMessage(")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stored.position = 5  # type: ignore[misc]
 
 
 def test_errors_survive_pickling() -> None:
