@@ -12,6 +12,12 @@ import socket
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import settings
+
+# Property tests check behaviour, not speed: Hypothesis' default 200 ms deadline per example
+# fails them on a busy 2-core machine, so it is off for every test (speed is benchmarked).
+settings.register_profile("chatmem", deadline=None)
+settings.load_profile("chatmem")
 
 DEFAULT_URLS = {
     "postgresql": "postgresql+psycopg://test:test@127.0.0.1:54329/testdb",
