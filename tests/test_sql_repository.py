@@ -386,8 +386,9 @@ def test_save_all_of_a_new_conversation_next_to_a_save_all_in_flight(url: str) -
 def count_statements(repository: Any) -> list[str]:
     """Record the first word of every statement the repository's connections send.
 
-    On PostgreSQL the turn's statements go to psycopg's cursor without SQLAlchemy's
-    execution (and its events): new connections get a cursor class that records them.
+    On PostgreSQL and SQLite the turn's read (and PostgreSQL's append) go to the driver
+    without SQLAlchemy's execution (and its events): new connections record what they run
+    (a psycopg cursor class; sqlite3's trace callback).
     """
     statements: list[str] = []
     engine = repository._engine
@@ -396,6 +397,20 @@ def count_statements(repository: Any) -> list[str]:
     def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         statements.append(statement.split(None, 1)[0].upper())
 
+    if target.dialect.name == "sqlite":
+        # sqlite3 reports every statement it runs, whoever sent it; its implicit BEGIN and
+        # the COMMIT are not statements of the plan.
+        def traced(sql: str) -> None:
+            word = sql.split(None, 1)[0].upper()
+            if word not in ("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA"):
+                statements.append(word)
+
+        def tracing(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.set_trace_callback(traced)
+
+        event.listen(target, "connect", tracing)
+        target.dispose()
+        return statements
     if target.dialect.name != "postgresql":
         event.listen(target, "before_cursor_execute", record)
         return statements

@@ -2,8 +2,8 @@
 
 Steps in autocommit run on their own connection (a read, or PostgreSQL's one-statement
 append); a transaction runs its body's statements on one connection and commits. On
-PostgreSQL (psycopg), the steps of a turn (statements built once, with parameters) are
-compiled once into SQL text and run on the pooled driver connection's cursor: SQLAlchemy's
+PostgreSQL (psycopg) and SQLite, the steps of a turn (statements built once, with
+parameters) are compiled once into SQL text and run on the pooled driver connection: SQLAlchemy's
 execution of them cost more than the database's work. Such a statement keeps everything
 the engine gives the others: the pool, the deadline on its answer, errors wrapped as
 SQLAlchemy's (so they are retried and mapped alike), a dropped connection discarded. A
@@ -49,8 +49,11 @@ T = TypeVar("T")
 
 _ATTEMPTS = 5  # a transaction that hit a deadlock or serialization failure runs again
 _ERRORS = (sa_exc.SQLAlchemyError, OSError)
-# Drivers whose pooled connections run a turn's statements directly (see the module's text).
-_DIRECT_DRIVERS = ("psycopg", "psycopg_async")
+# Drivers whose pooled connections run a turn's statements directly (see the module's text):
+# psycopg's connections switch to autocommit for them; SQLite's run a read outside any
+# transaction anyway.
+_PSYCOPG = ("psycopg", "psycopg_async")
+_DIRECT_DRIVERS = (*_PSYCOPG, "pysqlite", "aiosqlite")
 
 
 def _should_retry(exc: BaseException, attempt: int) -> bool:
@@ -94,6 +97,7 @@ class AsyncRunner:
         self._schema_lock = AsyncLock()
         dialect = engine.dialect
         self._direct = dialect.driver in _DIRECT_DRIVERS
+        self._psycopg = dialect.driver in _PSYCOPG
         self._dbapi_error: type[Exception] = getattr(dialect.loaded_dbapi, "Error", Exception)
         self._watch = deadline_of(engine)
         # Statements built once per plan, compiled once: id -> (statement, its SQL or None).
@@ -221,21 +225,24 @@ class AsyncRunner:
         driver: Any = connection.driver_connection
         deadline: Deadline | None = None
         try:
-            await driver.set_autocommit(True)
+            if self._psycopg:
+                await driver.set_autocommit(True)
             if self._watch is not None:
                 seconds, socket_of = self._watch
                 fd = socket_of(driver)
                 deadline = None if fd is None else arm_socket(seconds, fd)
-            async with driver.cursor() as cursor:
-                await cursor.execute(text, bound)
-                rows = await cursor.fetchall() if cursor.description is not None else []
+            # Connection.execute: psycopg, sqlite3 and aiosqlite all have it.
+            cursor = await driver.execute(text, bound)
+            rows = await cursor.fetchall() if cursor.description is not None else []
             if deadline is not None:
                 deadline.cancel()
-            await driver.set_autocommit(False)
+            if self._psycopg:
+                await driver.set_autocommit(False)
             return rows
         except self._dbapi_error as exc:
             expired = deadline is not None and _cancelled_expired(deadline)
-            invalidated = expired or bool(driver.closed or driver.broken)
+            broken = getattr(driver, "closed", False) or getattr(driver, "broken", False)
+            invalidated = expired or bool(broken)
             if invalidated:
                 await async_invalidate(connection, exc)
             if expired and self._watch is not None:
