@@ -5,8 +5,9 @@ Measured side by side, round-robin, on one conversation per variant, with the re
 own session, prepared statements and consistency levels:
 
 - ``append (Paxos)``: ``repository.append`` of one 200-character message: the conditional
-  batch (claim ``IF NOT EXISTS``, message row, ``touched``, counter ``IF next_position = ?``);
-- ``same rows, plain``: the same four statements bound to the same values, without any
+  batch (claim ``IF NOT EXISTS``, message row, and ``touched`` with the counter ``IF
+  next_position = ?``);
+- ``same rows, plain``: the same three statements bound to the same values, without any
   condition (an unlogged single-partition batch): what an append would cost if Cassandra
   needed no consensus for it, and gave neither idempotence nor server order;
 - ``window read``: ``find_window(cid, 20)``;
@@ -50,7 +51,9 @@ def main() -> None:
     session, prepared = db.session, db.prepared
     assert session is not None
     table = db.cql.messages
-    counter = session.prepare(f"UPDATE {table} SET next_position = ? WHERE conversation_id = ?")
+    counter = session.prepare(
+        f"UPDATE {table} SET touched = true, next_position = ? WHERE conversation_id = ?"
+    )
     ids = {name: f"paxos-cost-{name}-{uuid.uuid4().hex[:8]}" for name in ("lwt", "plain", "floor")}
     profile = db.write_profile
     plain_next = [1]
@@ -67,7 +70,6 @@ def main() -> None:
             prepared["insert"],
             (cid, "c", position, message.id, "user", message.created_at, encode_message(message)),
         )
-        batch.add(prepared["touch"], (cid,))
         batch.add(counter, (position + 1, cid))
         session.execute(batch, execution_profile=profile)
 

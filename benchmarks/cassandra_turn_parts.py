@@ -54,7 +54,7 @@ def main() -> None:
     session, prepared = db.session, db.prepared
     assert session is not None
     counter = session.prepare(
-        f"UPDATE {db.cql.messages} SET next_position = ? WHERE conversation_id = ?"
+        f"UPDATE {db.cql.messages} SET touched = true, next_position = ? WHERE conversation_id = ?"
     )
     profile = db.write_profile
     floor = CassandraFloor(args.url)
@@ -78,7 +78,6 @@ def main() -> None:
             data = encode_message(message)
             row = (cid, "c", position + offset, message.id, message.type.value)
             batch.add(prepared["insert"], (*row, message.created_at, data))
-        batch.add(prepared["touch"], (cid,))
         batch.add(counter, (position + 2, cid))
         session.execute(batch, execution_profile=profile)
 
