@@ -122,9 +122,9 @@ def mark(pid: int | None) -> tuple[float | None, float, float]:
 def level_row(
     clients: int, latencies: list[float], start: tuple[float | None, float, float], pid: int | None
 ) -> dict[str, Any]:
+    """Turns per second, latency percentiles and CPU shares of one level since ``start``."""
     failures = list(FAILURES)
     FAILURES.clear()
-    """Turns per second, latency percentiles and CPU shares of one level since ``start``."""
     server_after, own_after, now = mark(pid)
     server_before, own_before, began = start
     wall = now - began
