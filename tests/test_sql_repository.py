@@ -395,7 +395,8 @@ def count_statements(repository: Any) -> list[str]:
     target = getattr(engine, "sync_engine", engine)
 
     def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        statements.append(statement.split(None, 1)[0].upper())
+        # MySQL's read is a UNION of parenthesized SELECTs: "(SELECT".
+        statements.append(statement.split(None, 1)[0].upper().lstrip("("))
 
     if target.dialect.name == "sqlite":
         # sqlite3 reports every statement it runs, whoever sent it; its implicit BEGIN and

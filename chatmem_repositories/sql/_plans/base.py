@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Delete, literal, select
+from sqlalchemy import Delete, Executable, literal, select
 from sqlalchemy.engine import Dialect
 
 from chatmem.backend import StoredMessage
@@ -77,7 +77,7 @@ class Plan:
     ) -> Program[tuple[StoredMessage | None, list[StoredMessage]]]:
         """The current system message and the newest ``limit`` others, in one statement."""
         params = {"cid": conversation_id, "limit": limit, "now": now}
-        rows = yield Query(self.reads.window_and_system(), params)
+        rows = yield Query(self.window_statement(), params)
         system: StoredMessage | None = None
         recent: list[StoredMessage] = []
         for kind, position, body in rows:
@@ -88,6 +88,10 @@ class Plan:
                 recent.append(stored)
         recent.sort(key=lambda item: int(item.position))
         return system, recent
+
+    def window_statement(self) -> Executable:
+        """The statement of :meth:`window`, built once: ``(is_system, position, body)`` rows."""
+        return self.reads.window_and_system()
 
     # -- appends -----------------------------------------------------------------------------
 

@@ -17,8 +17,11 @@ from sqlalchemy import (
     CompoundSelect,
     Delete,
     Insert,
+    Integer,
+    bindparam,
     case,
     func,
+    literal,
     null,
     select,
     text,
@@ -50,6 +53,7 @@ class MysqlPlan(Plan):
     """
 
     _reserve_statements: dict[bool, Insert] | None = None
+    _window: CompoundSelect[Any, Any, Any] | None = None
 
     @property
     def db_system(self) -> str:
@@ -64,6 +68,26 @@ class MysqlPlan(Plan):
         if "mariadb" in version.lower():
             return f"MariaDB {version.split('-MariaDB')[0]}"
         return f"MySQL {version}"
+
+    def window_statement(self) -> CompoundSelect[Any, Any, Any]:
+        """The window and the system message as a ``UNION ALL`` of two parenthesized SELECTs.
+
+        Not of two derived tables, as on the other dialects: MariaDB materializes a derived
+        table, and one holding a LONGTEXT body goes to an on-disk temporary table, which
+        made the read several times slower than the window's SELECT alone.
+        """
+        if self._window is None:
+            reads, tables = self.reads, self.tables
+            cid = bindparam("cid", type_=tables.messages.c.conversation_id.type)
+            at = bindparam("now", type_=tables.conversations.c.expires_at.type)
+            limit = bindparam("limit", type_=Integer())
+            window = reads.window(cid, limit, None, at)  # type: ignore[arg-type]
+            system = reads.system(cid, at)  # type: ignore[arg-type]
+            self._window = union_all(
+                window.with_only_columns(literal(0, Integer), *window.selected_columns),
+                system.with_only_columns(literal(1, Integer), *system.selected_columns),
+            )
+        return self._window
 
     def _append(
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
