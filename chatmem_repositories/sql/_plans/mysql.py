@@ -54,6 +54,7 @@ class MysqlPlan(Plan):
 
     _reserve_statements: dict[bool, Insert] | None = None
     _window: CompoundSelect[Any, Any, Any] | None = None
+    _inserts: dict[bool, Insert] | None = None
 
     @property
     def db_system(self) -> str:
@@ -120,12 +121,11 @@ class MysqlPlan(Plan):
             yield Execute(self.writes.delete_messages(conversation_id))
         if not encoded or encoded % 2:
             # A new life or a new conversation holds none of these ids: a plain INSERT.
-            yield Execute(self.writes.insert_messages(rows))
+            yield Execute(self._insert_statement(ignore=False), rows)
         else:
             # IGNORE skips the ids already stored (the unique key on the conversation and
             # message id); the positions are ours, reserved under the row lock.
-            insert = mysql.insert(self.tables.messages).prefix_with("IGNORE").values(rows)
-            if (yield Execute(insert)).rowcount != n:
+            if (yield Execute(self._insert_statement(ignore=True), rows)).rowcount != n:
                 filled = select(m.position).where(
                     m.conversation_id == conversation_id,
                     m.position >= start,
@@ -136,6 +136,22 @@ class MysqlPlan(Plan):
             # The reserved system position went to a duplicate: point at the real one.
             yield Execute(self.writes.fix_system(conversation_id))
         return stored_in(batch, start, positions)
+
+    def _insert_statement(self, *, ignore: bool) -> Insert:
+        """``INSERT [IGNORE]`` of message rows, built once and run as an executemany.
+
+        The drivers send an executemany of an ``INSERT ... VALUES`` as one multi-row
+        statement (one round trip) and report the rows it stored.
+        """
+        if self._inserts is None:
+            self._inserts = {}
+        statement = self._inserts.get(ignore)
+        if statement is None:
+            statement = mysql.insert(self.tables.messages)
+            if ignore:
+                statement = statement.prefix_with("IGNORE")
+            self._inserts[ignore] = statement
+        return statement
 
     def _reserve_statement(self, with_system: bool) -> Insert:
         """The reservation upsert, built once per plan for each kind of batch."""
