@@ -79,6 +79,13 @@ def timed(action: Any) -> tuple[Any, float]:
     return result, time.perf_counter() - started
 
 
+def read_converted(source: str) -> list[ImportedConversation]:
+    """Every conversation, converted (a reader defers that until the messages are asked for)."""
+    conversations = list(read_source("langchain-sql", source))
+    assert all(conversation.messages for conversation in conversations)
+    return conversations
+
+
 def append_all(conversations: list[ImportedConversation], repository: ChatMemoryLog) -> int:
     stored = 0
     for item in conversations:
@@ -107,7 +114,7 @@ def main() -> None:
             f"source: {args.messages} messages in {len(sessions)} conversations written by "
             f"SQLChatMessageHistory to SQLite in {filled:.1f} s"
         )
-        read, read_s = timed(lambda: list(read_source("langchain-sql", source)))
+        read, read_s = timed(lambda: read_converted(source))
         count = sum(len(c.messages) for c in read)
         print(f"read only: {count} messages in {read_s:.2f} s ({count / read_s:,.0f} msg/s)")
         print(
