@@ -11,7 +11,9 @@ from typing import TypeVar
 
 __all__ = [
     "AsyncLock",
+    "AsyncSemaphore",
     "Lock",
+    "Semaphore",
     "api",
     "async_api",
     "async_run_all",
@@ -28,6 +30,10 @@ api = False
 
 AsyncLock = asyncio.Lock
 Lock = threading.Lock
+# asyncio's semaphore wakes waiters in arrival order; a task releasing and re-acquiring at
+# once cannot overtake them (asyncio.Queue's get_nowait can, which starves queued tasks).
+AsyncSemaphore = asyncio.Semaphore
+Semaphore = threading.Semaphore
 async_sleep = asyncio.sleep
 sleep = time.sleep
 

@@ -18,7 +18,8 @@ What is here, by concern:
   :func:`matches_history_filters` (``find_history``'s filters on one message),
   :func:`escape_like` (literal ``LIKE`` patterns).
 - **Time**: :data:`Clock`, :func:`utc_now`.
-- **Concurrency twins**: :class:`AsyncLock`/:class:`Lock`, :func:`async_sleep`/:func:`sleep`,
+- **Concurrency twins**: :class:`AsyncLock`/:class:`Lock`,
+  :class:`AsyncSemaphore`/:class:`Semaphore`, :func:`async_sleep`/:func:`sleep`,
   :func:`async_run_all`/:func:`run_all`, and :data:`async_api`/:data:`api`, which tell
   code shared by both twins which one it runs in. Write the async source with the
   ``async_``/``Async`` names; ``scripts/unasync.py`` turns them into their sync twins.
@@ -52,7 +53,9 @@ from chatmem._async.vector_store import (
 )
 from chatmem._concurrency import (
     AsyncLock,
+    AsyncSemaphore,
     Lock,
+    Semaphore,
     api,
     async_api,
     async_run_all,
@@ -95,12 +98,14 @@ __all__ = [
     "MAX_LIMIT",
     "AsyncBaseVectorStore",
     "AsyncLock",
+    "AsyncSemaphore",
     "BaseVectorStore",
     "Clock",
     "ConversationPage",
     "Lock",
     "MetadataValue",
     "Position",
+    "Semaphore",
     "StoredMessage",
     "VectorDocument",
     "VectorFilter",

@@ -21,7 +21,7 @@ from sqlalchemy import Executable, MetaData
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.pool import PoolProxiedConnection
 
-from chatmem.backend import AsyncLock
+from chatmem.backend import AsyncLock, AsyncSemaphore
 from chatmem_repositories._deadline import Deadline, arm_socket
 from chatmem_repositories.sql._compiled import DriverSql, compile_for_driver
 from chatmem_repositories.sql._drivers import (
@@ -54,6 +54,17 @@ _ERRORS = (sa_exc.SQLAlchemyError, OSError)
 # transaction anyway.
 _PSYCOPG = ("psycopg", "psycopg_async")
 _DIRECT_DRIVERS = (*_PSYCOPG, "pysqlite", "aiosqlite")
+
+
+def _pool_capacity(engine: AsyncEngine) -> int | None:
+    """How many connections the engine's pool can hand out at once; ``None``: unbounded."""
+    pool = engine.pool
+    size = getattr(pool, "size", None)
+    overflow = getattr(pool, "_max_overflow", None)
+    if not callable(size) or not isinstance(overflow, int) or overflow < 0:
+        return None  # not a bounded queue pool (NullPool, StaticPool, unlimited overflow)
+    capacity: int = size() + overflow
+    return capacity if capacity > 0 else None
 
 
 def _should_retry(exc: BaseException, attempt: int) -> bool:
@@ -102,6 +113,12 @@ class AsyncRunner:
         self._watch = deadline_of(engine)
         # Statements built once per plan, compiled once: id -> (statement, its SQL or None).
         self._compiled: dict[int, tuple[Executable, DriverSql | None]] = {}
+        # Operations wait for a connection here, first come first served, one slot per pooled
+        # connection. The pool's own queue lets a caller that just returned a connection take
+        # it straight back, so under more concurrent callers than connections some waited
+        # for seconds while others ran turn after turn (p99 5.1 s, p50 6.5 ms, 128 tasks).
+        capacity = _pool_capacity(engine)
+        self._gate = None if capacity is None else AsyncSemaphore(capacity)
 
     async def ensure_schema(self) -> None:
         """Create the missing tables, once, if this runner was asked to.
@@ -136,6 +153,12 @@ class AsyncRunner:
         """
         if schema:
             await self.ensure_schema()
+        if self._gate is None:
+            return await self._perform(program)
+        async with self._gate:
+            return await self._perform(program)
+
+    async def _perform(self, program: Program[T]) -> T:
         answer: Any = None
         while True:
             try:
@@ -160,7 +183,10 @@ class AsyncRunner:
             RepositoryError: A driver error, mapped (a subclass says why).
         """
         await self.ensure_schema()
-        return await self._autocommit(statement, None, write=False)
+        if self._gate is None:
+            return await self._autocommit(statement, None, write=False)
+        async with self._gate:
+            return await self._autocommit(statement, None, write=False)
 
     async def _autocommit(
         self, statement: Executable, params: Mapping[str, Any] | None, *, write: bool

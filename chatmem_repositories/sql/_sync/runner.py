@@ -23,7 +23,7 @@ from sqlalchemy import Executable, MetaData
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.pool import PoolProxiedConnection
 
-from chatmem.backend import Lock
+from chatmem.backend import Lock, Semaphore
 from chatmem_repositories._deadline import Deadline, arm_socket
 from chatmem_repositories.sql._compiled import DriverSql, compile_for_driver
 from chatmem_repositories.sql._drivers import (
@@ -56,6 +56,17 @@ _ERRORS = (sa_exc.SQLAlchemyError, OSError)
 # transaction anyway.
 _PSYCOPG = ("psycopg", "psycopg_async")
 _DIRECT_DRIVERS = (*_PSYCOPG, "pysqlite", "aiosqlite")
+
+
+def _pool_capacity(engine: Engine) -> int | None:
+    """How many connections the engine's pool can hand out at once; ``None``: unbounded."""
+    pool = engine.pool
+    size = getattr(pool, "size", None)
+    overflow = getattr(pool, "_max_overflow", None)
+    if not callable(size) or not isinstance(overflow, int) or overflow < 0:
+        return None  # not a bounded queue pool (NullPool, StaticPool, unlimited overflow)
+    capacity: int = size() + overflow
+    return capacity if capacity > 0 else None
 
 
 def _should_retry(exc: BaseException, attempt: int) -> bool:
@@ -104,6 +115,12 @@ class Runner:
         self._watch = deadline_of(engine)
         # Statements built once per plan, compiled once: id -> (statement, its SQL or None).
         self._compiled: dict[int, tuple[Executable, DriverSql | None]] = {}
+        # Operations wait for a connection here, first come first served, one slot per pooled
+        # connection. The pool's own queue lets a caller that just returned a connection take
+        # it straight back, so under more concurrent callers than connections some waited
+        # for seconds while others ran turn after turn (p99 5.1 s, p50 6.5 ms, 128 tasks).
+        capacity = _pool_capacity(engine)
+        self._gate = None if capacity is None else Semaphore(capacity)
 
     def ensure_schema(self) -> None:
         """Create the missing tables, once, if this runner was asked to.
@@ -138,6 +155,12 @@ class Runner:
         """
         if schema:
             self.ensure_schema()
+        if self._gate is None:
+            return self._perform(program)
+        with self._gate:
+            return self._perform(program)
+
+    def _perform(self, program: Program[T]) -> T:
         answer: Any = None
         while True:
             try:
@@ -162,7 +185,10 @@ class Runner:
             RepositoryError: A driver error, mapped (a subclass says why).
         """
         self.ensure_schema()
-        return self._autocommit(statement, None, write=False)
+        if self._gate is None:
+            return self._autocommit(statement, None, write=False)
+        with self._gate:
+            return self._autocommit(statement, None, write=False)
 
     def _autocommit(
         self, statement: Executable, params: Mapping[str, Any] | None, *, write: bool
