@@ -20,7 +20,8 @@ What is here, by concern:
 - **Time**: :data:`Clock`, :func:`utc_now`.
 - **Concurrency twins**: :class:`AsyncLock`/:class:`Lock`,
   :class:`AsyncSemaphore`/:class:`Semaphore`, :func:`async_sleep`/:func:`sleep`,
-  :func:`async_run_all`/:func:`run_all`, and :data:`async_api`/:data:`api`, which tell
+  :func:`async_run_all`/:func:`run_all`, :func:`run_in_order` (a bounded, ordered thread
+  pool), and :data:`async_api`/:data:`api`, which tell
   code shared by both twins which one it runs in. Write the async source with the
   ``async_``/``Async`` names; ``scripts/unasync.py`` turns them into their sync twins.
 - **URLs**: :func:`redact_url`, :func:`scrub`, :func:`url_secrets`,
@@ -61,6 +62,7 @@ from chatmem._concurrency import (
     async_run_all,
     async_sleep,
     run_all,
+    run_in_order,
     sleep,
 )
 from chatmem._flavor import check_flavor
@@ -135,6 +137,7 @@ __all__ = [
     "normalize_ttl",
     "redact_url",
     "run_all",
+    "run_in_order",
     "scrub",
     "sleep",
     "unique_by_id",

@@ -9,13 +9,12 @@ interrupted run is resumed by running it again.
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, Any, TypeVar, cast
+from typing import IO, Any, cast
 
 from chatmem import ChatMemoryLog, Message, decode_message, encode_message
+from chatmem.backend import run_in_order
 from chatmem.exceptions import MessageDecodeError
 from chatmem.messages import decode_messages
 
@@ -33,46 +32,6 @@ __all__ = [
 
 PAGE = 500
 """Messages or conversation ids read per round trip."""
-
-
-_T = TypeVar("_T")
-_R = TypeVar("_R")
-
-
-def _in_order(
-    items: Iterable[_T],
-    work: Callable[[_T], _R],
-    done: Callable[[_R], Any],
-    *,
-    workers: int,
-    key: Callable[[_T], str],
-) -> None:
-    """Run ``work`` on ``workers`` threads; hand each result to ``done`` in the items' order.
-
-    At most twice ``workers`` items are in flight (memory stays bounded), and two items of
-    one key never run at once (a conversation's parts are written in order). The first
-    failure is raised once the items already started have finished.
-    """
-    if workers == 1:
-        for item in items:
-            done(work(item))
-        return
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="chatmem-transfer")
-    pending: deque[tuple[str, Future[_R]]] = deque()
-    try:
-        for item in items:
-            name = key(item)
-            while pending and (
-                len(pending) >= 2 * workers
-                or pending[0][1].done()
-                or any(other == name for other, _ in pending)
-            ):
-                done(pending.popleft()[1].result())
-            pending.append((name, pool.submit(work, item)))
-        while pending:
-            done(pending.popleft()[1].result())
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def iter_conversations(
@@ -406,14 +365,14 @@ def import_lines(
     source.seek(0)
     report = ImportReport()
 
-    def done(unit: _Unit) -> None:
+    def done(_: _Unit, unit: _Unit) -> None:
         report.read += len(unit.entries)
         report.stored += unit.stored
         report.conflicts += unit.conflicts
         if on_batch is not None:
             on_batch(len(unit.entries))
 
-    _in_order(
+    run_in_order(
         _units(_entries(source), batch_size * 20),
         lambda unit: _import_unit(repository, unit, batch_size),
         done,
@@ -505,7 +464,7 @@ def migrate(
             copied.held = len(_stored_ids(destination, conversation_id))
         return copied
 
-    def done(copied: _Copied) -> None:
+    def done(_: str, copied: _Copied) -> None:
         report.read += copied.read
         report.stored += copied.stored
         report.conversations += 1
@@ -520,7 +479,7 @@ def migrate(
         if on_conversation is not None:
             on_conversation(copied.conversation_id, copied.read)
 
-    _in_order(
+    run_in_order(
         iter_conversations(source, owner=owner),
         copy,
         done,

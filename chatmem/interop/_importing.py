@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from chatmem._concurrency import run_in_order
 from chatmem.exceptions import ChatMemError
 from chatmem.messages import Message
 from chatmem.repository import ChatMemoryLog, ChatMemoryRepository
@@ -276,57 +275,14 @@ def import_conversations(
         if on_conversation is not None:
             on_conversation(conversation, outcome.stored)
 
-    if concurrency == 1:
-        for conversation in conversations:
-            done(
-                conversation,
-                _import_one(conversation, repository, verify=verify, batch_size=batch_size),
-            )
-    else:
-        _import_concurrently(
-            conversations,
-            repository,
-            done,
-            verify=verify,
-            batch_size=batch_size,
-            workers=concurrency,
-        )
+    run_in_order(
+        conversations,
+        lambda conversation: _import_one(
+            conversation, repository, verify=verify, batch_size=batch_size
+        ),
+        done,
+        workers=concurrency,
+        # One conversation given twice is imported in order, never twice at once.
+        key=lambda conversation: conversation.conversation_id,
+    )
     return ImportReport(count, read, stored, left_out, skipped, tuple(mismatches))
-
-
-def _import_concurrently(
-    conversations: Iterable[ImportedConversation],
-    repository: ChatMemoryLog,
-    done: Callable[[ImportedConversation, _Outcome], None],
-    *,
-    verify: bool,
-    batch_size: int,
-    workers: int,
-) -> None:
-    """Import ``workers`` conversations at a time; report them done in the source's order.
-
-    At most twice that many are read ahead, so memory stays bounded. The first failure is
-    raised once the conversations already started have finished (none is left half-way by
-    the importer itself; a re-run resumes any that a crash interrupted).
-    """
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="chatmem-import")
-    pending: deque[tuple[ImportedConversation, Future[_Outcome]]] = deque()
-    try:
-        for conversation in conversations:
-            # One conversation given twice is imported in order, never twice at once.
-            while pending and (
-                len(pending) >= 2 * workers
-                or pending[0][1].done()
-                or any(c.conversation_id == conversation.conversation_id for c, _ in pending)
-            ):
-                first, result = pending.popleft()
-                done(first, result.result())
-            future = pool.submit(
-                _import_one, conversation, repository, verify=verify, batch_size=batch_size
-            )
-            pending.append((conversation, future))
-        while pending:
-            first, result = pending.popleft()
-            done(first, result.result())
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
