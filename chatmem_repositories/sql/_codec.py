@@ -26,6 +26,7 @@ __all__ = [
     "as_position",
     "chunks",
     "id_text",
+    "search_text",
     "stored_in",
     "to_stored",
 ]
@@ -44,6 +45,11 @@ def as_position(value: Position) -> int:
     if isinstance(value, str) and value.isdigit():
         return int(value)
     raise ConfigurationError(f"not a position of the SQL repository: {value!r}")
+
+
+def search_text(message: Message) -> str:
+    """The text the search column holds for a message: its searchable text, case-folded."""
+    return searchable_text(message).casefold()
 
 
 def to_stored(row: Sequence[Any], conversation_id: str) -> StoredMessage:
@@ -100,7 +106,7 @@ class Batch:
                 "type": str(message.type),
                 "is_system": isinstance(message, SystemMessage),
                 "created_at": message.created_at,
-                "search_text": searchable_text(message).casefold(),
+                "search_text": search_text(message),
                 "body": encode_message(message),
             }
             for i, message in enumerate(self.messages)

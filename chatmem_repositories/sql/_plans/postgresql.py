@@ -30,8 +30,8 @@ from sqlalchemy.dialects import postgresql
 
 from chatmem.backend import StoredMessage
 from chatmem.conversation_ids import owner_of
-from chatmem.messages import encode_message, searchable_text
-from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, stored_in
+from chatmem.messages import encode_message
+from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, search_text, stored_in
 from chatmem_repositories.sql._plans.returning import ReturningPlan
 from chatmem_repositories.sql._plans.steps import Program, Query, Send
 from chatmem_repositories.sql._types import NUL_STAND_IN
@@ -202,7 +202,7 @@ def _params(
             # Naive UTC, as the column stores it (JSON skips the column type's conversion).
             "created_at": message.created_at.astimezone(UTC).replace(tzinfo=None).isoformat(),
             # The search column's NUL substitution (PostgreSQL text cannot hold NUL).
-            "search_text": searchable_text(message).casefold().replace("\x00", NUL_STAND_IN),
+            "search_text": search_text(message).replace("\x00", NUL_STAND_IN),
             "body": encode_message(message),
         }
         for offset, message in enumerate(batch.messages)
