@@ -11,6 +11,7 @@ from chatmem._async.in_memory import AsyncInMemoryChatMemoryRepository
 from chatmem._async.repository import (
     AsyncChatMemoryLog,
     AsyncChatMemoryRepository,
+    AsyncMessageCounter,
     AsyncServerInfo,
     AsyncSummaryStore,
     AsyncWindowReader,
@@ -21,6 +22,7 @@ from chatmem._sync.in_memory import InMemoryChatMemoryRepository
 from chatmem._sync.repository import (
     ChatMemoryLog,
     ChatMemoryRepository,
+    MessageCounter,
     ServerInfo,
     SummaryStore,
     WindowReader,
@@ -30,6 +32,7 @@ __all__ = [
     "AsyncChatMemoryLog",
     "AsyncChatMemoryRepository",
     "AsyncInMemoryChatMemoryRepository",
+    "AsyncMessageCounter",
     "AsyncServerInfo",
     "AsyncSummaryStore",
     "AsyncWindowReader",
@@ -38,6 +41,7 @@ __all__ = [
     "ConversationPage",
     "ConversationSummary",
     "InMemoryChatMemoryRepository",
+    "MessageCounter",
     "Position",
     "ServerInfo",
     "StoredMessage",

@@ -205,6 +205,24 @@ class AsyncWindowReader(Protocol):
 
 
 @runtime_checkable
+class AsyncMessageCounter(Protocol):
+    """Optional: count a conversation's messages without reading them.
+
+    ``chatmem migrate`` verifies each copied conversation with it when the destination has
+    it (the store counts; nothing crosses the wire but a number), and reads the messages
+    back otherwise. The answer must equal ``len(find_by_conversation_id(...))``.
+    """
+
+    async def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds: 0 if it has none or expired.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        ...
+
+
+@runtime_checkable
 class AsyncServerInfo(Protocol):
     """Optional: say which store a repository talks to, for diagnostics and telemetry.
 

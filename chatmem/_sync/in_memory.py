@@ -202,6 +202,12 @@ class InMemoryChatMemoryRepository:
                 return None, []
             return conversation.system, conversation.chat[-limit:] if limit else []
 
+    def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired)."""
+        with self._lock:
+            conversation = self._get(conversation_id)
+            return 0 if conversation is None else len(conversation.log)
+
     def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the latest system message, or ``None``."""
         with self._lock:

@@ -26,7 +26,11 @@ from typing import Any, ClassVar
 import pytest
 
 from chatmem._async.memory import AsyncMessageWindowChatMemory
-from chatmem._async.repository import AsyncChatMemoryLog, AsyncWindowReader
+from chatmem._async.repository import (
+    AsyncChatMemoryLog,
+    AsyncMessageCounter,
+    AsyncWindowReader,
+)
 from chatmem._concurrency import async_run_all, async_sleep
 from chatmem._records import Position, StoredMessage
 from chatmem.conversation_ids import scoped_conversation_id
@@ -321,6 +325,25 @@ class AsyncRepositoryConformance:
         assert _texts([s.message for s in recent]) == ["u2", "a"]
         assert (await repository.find_window(cid, 0))[1] == []
 
+    @pytest.mark.asyncio
+    async def test_count_messages_matches_the_history(
+        self, repository: AsyncChatMemoryLog, cid: str
+    ) -> None:
+        if not isinstance(repository, AsyncMessageCounter):
+            pytest.skip("optional capability: this repository does not count messages")
+        assert await repository.count_messages(cid) == 0
+        first = [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
+        await repository.append(cid, first)
+        stored = await repository.append(cid, [*first, UserMessage("u2"), AssistantMessage("a2")])
+        assert await repository.count_messages(cid) == 5
+        assert await repository.delete_before(cid, stored[0].position) == 2
+        assert await repository.count_messages(cid) == 3
+        assert len(await repository.find_by_conversation_id(cid)) == 3
+        await repository.save_all(cid, [UserMessage("only")])
+        assert await repository.count_messages(cid) == 1
+        await repository.delete_by_conversation_id(cid)
+        assert await repository.count_messages(cid) == 0
+
     # -- listing and owners ------------------------------------------------------------------
 
     @pytest.mark.asyncio
@@ -434,6 +457,8 @@ class AsyncRepositoryConformance:
                 assert len(await repository.find_by_conversation_id(expiring)) == 2
                 clock.advance(timedelta(milliseconds=20))
             assert await repository.find_by_conversation_id(expiring) == []
+            if isinstance(repository, AsyncMessageCounter):
+                assert await repository.count_messages(expiring) == 0
             assert await repository.find_recent(expiring, 10) == []
             assert await repository.find_system_message(expiring) is None
             page = await repository.list_conversations(owner=owner)

@@ -30,7 +30,11 @@ import pytest
 from chatmem._concurrency import run_all, sleep
 from chatmem._records import Position, StoredMessage
 from chatmem._sync.memory import MessageWindowChatMemory
-from chatmem._sync.repository import ChatMemoryLog, WindowReader
+from chatmem._sync.repository import (
+    ChatMemoryLog,
+    MessageCounter,
+    WindowReader,
+)
 from chatmem.conversation_ids import scoped_conversation_id
 from chatmem.exceptions import InvalidConversationIdError, MessageDecodeError
 from chatmem.messages import (
@@ -293,6 +297,22 @@ class RepositoryConformance:
         assert _texts([s.message for s in recent]) == ["u2", "a"]
         assert (repository.find_window(cid, 0))[1] == []
 
+    def test_count_messages_matches_the_history(self, repository: ChatMemoryLog, cid: str) -> None:
+        if not isinstance(repository, MessageCounter):
+            pytest.skip("optional capability: this repository does not count messages")
+        assert repository.count_messages(cid) == 0
+        first = [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
+        repository.append(cid, first)
+        stored = repository.append(cid, [*first, UserMessage("u2"), AssistantMessage("a2")])
+        assert repository.count_messages(cid) == 5
+        assert repository.delete_before(cid, stored[0].position) == 2
+        assert repository.count_messages(cid) == 3
+        assert len(repository.find_by_conversation_id(cid)) == 3
+        repository.save_all(cid, [UserMessage("only")])
+        assert repository.count_messages(cid) == 1
+        repository.delete_by_conversation_id(cid)
+        assert repository.count_messages(cid) == 0
+
     # -- listing and owners ------------------------------------------------------------------
 
     def test_list_conversations_pages_by_owner(self, repository: ChatMemoryLog) -> None:
@@ -396,6 +416,8 @@ class RepositoryConformance:
                 assert len(repository.find_by_conversation_id(expiring)) == 2
                 clock.advance(timedelta(milliseconds=20))
             assert repository.find_by_conversation_id(expiring) == []
+            if isinstance(repository, MessageCounter):
+                assert repository.count_messages(expiring) == 0
             assert repository.find_recent(expiring, 10) == []
             assert repository.find_system_message(expiring) is None
             page = repository.list_conversations(owner=owner)

@@ -479,6 +479,11 @@ class AsyncRedisChatMemoryRepository:
         window = stored_from_pairs(reply[2:], conversation_id)
         return (system[0] if system else None), window[::-1]
 
+    async def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired; ``HLEN``)."""
+        keys = self._conversation_keys(conversation_id)
+        return int(await self._call("counting messages", lambda: self._client.hlen(keys[1])))
+
     async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the latest system message, or ``None`` (one round trip)."""
         return await self.find_latest(conversation_id, MessageType.SYSTEM)

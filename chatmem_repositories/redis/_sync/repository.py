@@ -471,6 +471,11 @@ class RedisChatMemoryRepository:
         window = stored_from_pairs(reply[2:], conversation_id)
         return (system[0] if system else None), window[::-1]
 
+    def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired; ``HLEN``)."""
+        keys = self._conversation_keys(conversation_id)
+        return int(self._call("counting messages", lambda: self._client.hlen(keys[1])))
+
     def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the latest system message, or ``None`` (one round trip)."""
         return self.find_latest(conversation_id, MessageType.SYSTEM)

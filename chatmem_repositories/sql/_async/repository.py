@@ -280,6 +280,12 @@ class AsyncSqlChatMemoryRepository:
         rows = await self._runner.read(self._plan.reads.system(conversation_id, self._now()))
         return to_stored(rows[0], conversation_id) if rows else None
 
+    async def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired)."""
+        validate_conversation_id(conversation_id)
+        rows = await self._runner.read(self._plan.reads.count(conversation_id, self._now()))
+        return int(rows[0][0])
+
     async def find_latest(
         self, conversation_id: str, message_type: MessageType
     ) -> StoredMessage | None:

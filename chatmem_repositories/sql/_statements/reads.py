@@ -18,6 +18,7 @@ from sqlalchemy import (
     bindparam,
     exists,
     false,
+    func,
     literal,
     or_,
     select,
@@ -119,6 +120,12 @@ class Reads:
     def everything(self, conversation_id: str, now: datetime) -> Select[Any]:
         """The whole history in order (primary key)."""
         return self._rows(conversation_id, now).order_by(self.messages.c.position)
+
+    def count(self, conversation_id: str, now: datetime) -> Select[Any]:
+        """How many messages a live conversation holds (primary key)."""
+        c, m = self.conversations.c, self.messages.c
+        alive = exists().where(c.conversation_id == conversation_id, live(self.tables, now))
+        return select(func.count()).where(m.conversation_id == conversation_id, alive)
 
     def history(
         self,

@@ -280,6 +280,12 @@ class SqlChatMemoryRepository:
         rows = self._runner.read(self._plan.reads.system(conversation_id, self._now()))
         return to_stored(rows[0], conversation_id) if rows else None
 
+    def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired)."""
+        validate_conversation_id(conversation_id)
+        rows = self._runner.read(self._plan.reads.count(conversation_id, self._now()))
+        return int(rows[0][0])
+
     def find_latest(self, conversation_id: str, message_type: MessageType) -> StoredMessage | None:
         """Return the newest message of one type, or ``None``."""
         validate_conversation_id(conversation_id)
