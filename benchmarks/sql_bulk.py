@@ -52,6 +52,9 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=50_000)
     parser.add_argument("--per-conversation", type=int, default=100)
     parser.add_argument("--append-only", action="store_true", help="skip migrate and re-run")
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="conversations migrated at once (CLI default)"
+    )
     parser.add_argument("--source", help="import chatmem from this tree (an earlier version)")
     args = parser.parse_args()
     tag = uuid.uuid4().hex[:8]
@@ -71,7 +74,7 @@ def main() -> int:
     try:
         print(f"{redact_url(args.url)}: {args.messages} messages, {conversations} conversations")
         if not args.append_only:
-            _migrate_twice(source, destination, args.messages)
+            _migrate_twice(source, destination, args.messages, args.concurrency)
         destination.find_recent("warm-up", 1)  # connect and create the tables first
         server_before, client_before = _cpu(backends), time.process_time()
         began = time.perf_counter()
@@ -119,16 +122,16 @@ def _cpu(pids: list[int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _migrate_twice(source: Any, destination: Any, messages: int) -> None:
+def _migrate_twice(source: Any, destination: Any, messages: int, concurrency: int) -> None:
     """Migrate everything, then again (a no-op re-run); print both times."""
     began = time.perf_counter()
-    report = migrate(source, destination, verify=True)
+    report = migrate(source, destination, verify=True, concurrency=concurrency)
     took = time.perf_counter() - began
     if report.stored != messages or report.mismatches:
         raise SystemExit(f"migrate copied {report.stored}: {report.mismatches[:3]}")
     print(f"  migrate        {took:7.2f} s  {messages / took:9.0f} msg/s")
     began = time.perf_counter()
-    report = migrate(source, destination, verify=True)
+    report = migrate(source, destination, verify=True, concurrency=concurrency)
     took = time.perf_counter() - began
     if report.stored or report.mismatches:
         raise SystemExit(f"re-run copied {report.stored}: {report.mismatches[:3]}")

@@ -30,7 +30,7 @@ from chatmem.repository import ConversationSummary
 from chatmem_repositories._options import redact_url
 from chatmem_repositories.sql._async.runner import AsyncRunner
 from chatmem_repositories.sql._async.summaries import AsyncSummaries
-from chatmem_repositories.sql._codec import Batch, as_position, to_stored
+from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, as_position, to_stored
 from chatmem_repositories.sql._drivers import (
     AsyncEngine,
     async_create_engine,
@@ -283,8 +283,7 @@ class AsyncSqlChatMemoryRepository:
     async def count_messages(self, conversation_id: str) -> int:
         """Return how many messages the conversation holds (0 if none or expired)."""
         validate_conversation_id(conversation_id)
-        rows = await self._runner.read(self._plan.reads.count(conversation_id, self._now()))
-        return int(rows[0][0])
+        return await self._runner.perform(self._plan.count(conversation_id, self._now()))
 
     async def find_latest(
         self, conversation_id: str, message_type: MessageType
@@ -319,6 +318,12 @@ class AsyncSqlChatMemoryRepository:
         """Return a page of history matching every given filter, oldest first."""
         check_limit(limit)
         validate_conversation_id(conversation_id)
+        start = FIRST_POSITION - 1 if after is None else as_position(after)
+        if since is None and until is None and types is None and text is None:
+            # The page every copy and export reads: a statement compiled once.
+            return await self._runner.perform(
+                self._plan.page(conversation_id, start, limit, self._now())
+            )
         statement = self._plan.reads.history(
             conversation_id,
             self._now(),

@@ -93,6 +93,19 @@ class Plan:
         """The statement of :meth:`window`, built once: ``(is_system, position, body)`` rows."""
         return self.reads.window_and_system()
 
+    def count(self, conversation_id: str, now: datetime) -> Program[int]:
+        """How many messages the live conversation holds."""
+        rows = yield Query(self.reads.count(), {"cid": conversation_id, "now": now})
+        return int(rows[0][0])
+
+    def page(
+        self, conversation_id: str, after: int, limit: int, now: datetime
+    ) -> Program[list[StoredMessage]]:
+        """Up to ``limit`` messages positioned after ``after``, oldest first."""
+        params = {"cid": conversation_id, "after": after, "limit": limit, "now": now}
+        rows = yield Query(self.reads.plain_page(), params)
+        return [to_stored(row, conversation_id) for row in rows]
+
     # -- appends -----------------------------------------------------------------------------
 
     def append(

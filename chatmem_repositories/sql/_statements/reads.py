@@ -54,6 +54,8 @@ class Reads:
         self.conversations = tables.conversations
         self.messages = tables.messages
         self._window_and_system: CompoundSelect[Any, Any, Any] | None = None
+        self._count: Select[Any] | None = None
+        self._plain_page: Select[Any] | None = None
 
     def _rows(self, conversation_id: str, now: datetime) -> Select[Any]:
         # Liveness as an uncorrelated EXISTS, not a join: the database checks it once and
@@ -121,11 +123,35 @@ class Reads:
         """The whole history in order (primary key)."""
         return self._rows(conversation_id, now).order_by(self.messages.c.position)
 
-    def count(self, conversation_id: str, now: datetime) -> Select[Any]:
-        """How many messages a live conversation holds (primary key)."""
-        c, m = self.conversations.c, self.messages.c
-        alive = exists().where(c.conversation_id == conversation_id, live(self.tables, now))
-        return select(func.count()).where(m.conversation_id == conversation_id, alive)
+    def count(self) -> Select[Any]:
+        """How many messages a live conversation holds (primary key).
+
+        Built once with the bind parameters ``cid`` and ``now``, so the runner compiles it
+        once (``chatmem migrate`` counts every conversation it copies).
+        """
+        if self._count is None:
+            cid = bindparam("cid", type_=self.messages.c.conversation_id.type)
+            at = bindparam("now", type_=self.conversations.c.expires_at.type)
+            self._count = select(func.count()).select_from(self._rows(cid, at).subquery())  # type: ignore[arg-type]
+        return self._count
+
+    def plain_page(self) -> Select[Any]:
+        """A page of the whole history after a position, oldest first (primary key).
+
+        :meth:`history` without filters, built once with the bind parameters ``cid``,
+        ``now``, ``after`` and ``limit`` (what copies and exports read, page after page).
+        """
+        if self._plain_page is None:
+            m = self.messages.c
+            cid = bindparam("cid", type_=m.conversation_id.type)
+            at = bindparam("now", type_=self.conversations.c.expires_at.type)
+            self._plain_page = (
+                self._rows(cid, at)  # type: ignore[arg-type]
+                .where(m.position > bindparam("after", type_=m.position.type))
+                .order_by(m.position)
+                .limit(bindparam("limit", type_=Integer()))
+            )
+        return self._plain_page
 
     def history(
         self,
