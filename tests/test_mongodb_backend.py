@@ -222,6 +222,7 @@ def test_live_messages_outlive_their_deleted_conversation_document(url: str, pre
         repository.append(cid, [UserMessage("again")])
         repository._conversations.delete_one({"_id": cid})  # what the late delete does
         assert texts() == ["again"]
+        assert repository.count_messages(cid) == 1
         assert [s.message.text for s in repository.find_recent(cid, 5)] == ["again"]  # type: ignore[union-attr]
         repository.append(cid, [UserMessage("next")])  # re-creates the document, keeps "again"
         assert texts() == ["again", "next"]
@@ -332,6 +333,7 @@ def test_reads_hide_part_of_a_batch_and_a_retry_stores_it_whole(url: str, prefix
             return [m.text for m in repository.find_by_conversation_id(cid)]  # type: ignore[union-attr]
 
         assert texts() == ["u0", "a0"]
+        assert repository.count_messages(cid) == 2
         assert [s.message.text for s in repository.find_recent(cid, 2)] == ["u0", "a0"]  # type: ignore[union-attr]
         assert [s.message.text for s in repository.find_history(cid)] == ["u0", "a0"]  # type: ignore[union-attr]
         assert [s.message.text for s in repository.find_history(cid, text="u")] == ["u0"]  # type: ignore[union-attr]
@@ -340,6 +342,7 @@ def test_reads_hide_part_of_a_batch_and_a_retry_stores_it_whole(url: str, prefix
         positions = [s.position for s in stored]
         assert positions == list(range(int(positions[0]), int(positions[0]) + 4))
         assert texts() == ["u0", "a0", "s", "u", "a", "b"]
+        assert repository.count_messages(cid) == 6
         assert [s.message.text for s in repository.find_recent(cid, 2)] == ["a", "b"]  # type: ignore[union-attr]
         assert repository.append(cid, batch) == []
 
@@ -352,7 +355,9 @@ def test_a_retry_takes_live_copies_of_another_life_into_this_one(url: str, prefi
         # As if a purge had taken the document from under them and it had been re-created.
         repository._messages.update_many({"conversation_id": cid}, {"$set": {"gen": ObjectId()}})
         assert repository.find_by_conversation_id(cid) == []
+        assert repository.count_messages(cid) == 0
         assert repository.append(cid, batch) == []  # stored already: they join this life
+        assert repository.count_messages(cid) == 2
         assert repository.find_recent(cid, 5) == first  # where they were
 
 
@@ -366,6 +371,7 @@ def test_delete_before_keeps_what_stays_of_a_batch_readable(url: str, prefix: st
         assert repository.delete_before(cid, first[2].position) == 1  # u1
         texts = [m.text for m in repository.find_by_conversation_id(cid)]  # type: ignore[union-attr]
         assert texts == ["s", "a1", "u2", "a2"]
+        assert repository.count_messages(cid) == 4
         assert [s.message.text for s in repository.find_recent(cid, 3)] == ["a1", "u2", "a2"]  # type: ignore[union-attr]
         assert repository.find_system_message(cid).message.text == "s"  # type: ignore[union-attr]
 
@@ -409,6 +415,10 @@ def test_round_trips_per_append_and_read(url: str, prefix: str, ttl: int | None)
                 read.insert(0, ("find", "conversations"))
             assert counter.targets == read
             assert texts == ["s", f"u{i}", f"a{i}"]  # whole turns within the budget
+            counter.targets.clear()
+            assert repository.count_messages(cid) == 3 + 2 * i
+            # The server counts: one aggregate, after the conversation document with a TTL.
+            assert counter.targets == [*read[:-1], ("aggregate", "messages")]
 
 
 def _window_history() -> list[list[Message]]:

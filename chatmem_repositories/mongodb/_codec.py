@@ -69,6 +69,8 @@ from ._errors import BACKEND
 __all__ = [
     "batch_documents",
     "check_position",
+    "count_pipeline",
+    "counted_messages",
     "dead",
     "history_filter",
     "is_dead",
@@ -185,6 +187,37 @@ def whole_batches(
         if not wanted <= shown[tag["id"]]:
             broken.add(tag["id"])
     return [d for d in documents if d.get("batch") is None or d["batch"]["id"] not in broken]
+
+
+def count_pipeline(scope: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``aggregate`` pipeline that counts the messages of ``scope`` by batch.
+
+    The server groups the messages by batch (their number in each), then the batches by
+    ``(size, number)``, so the answer is a few rows however long the history: one for the
+    messages appended alone (no size), one per size and count of members found. FerretDB
+    1.24 cannot compare two fields in a pipeline, so :func:`counted_messages` keeps the
+    whole batches.
+    """
+    return [
+        {"$match": scope},
+        {"$group": {"_id": {"id": "$batch.id", "size": "$batch.size"}, "n": {"$sum": 1}}},
+        {"$group": {"_id": {"size": "$_id.size", "n": "$n"}, "batches": {"$sum": 1}}},
+    ]
+
+
+def counted_messages(rows: Sequence[dict[str, Any]]) -> int:
+    """How many messages a read of the whole scope shows, from :func:`count_pipeline`'s rows.
+
+    A batch shows when every member is there, as :func:`whole_batches` decides it: positions
+    are unique in a conversation and a batch's members lie at its ``size`` consecutive
+    positions, so it is whole when it has ``size`` members.
+    """
+    total = 0
+    for row in rows:
+        size, members = row["_id"].get("size"), int(row["_id"]["n"])
+        if size is None or members >= int(size):
+            total += members * int(row["batches"])
+    return total
 
 
 def partial_batches(documents: Sequence[dict[str, Any]]) -> dict[Any, int]:

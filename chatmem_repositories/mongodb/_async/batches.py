@@ -25,6 +25,8 @@ from chatmem.messages import Message, MessageType
 
 from .._codec import (
     batch_documents,
+    count_pipeline,
+    counted_messages,
     is_dead,
     partial_batches,
     whole_batches,
@@ -106,6 +108,14 @@ class AsyncBatches:
             limit=limit,
         )
         return await cursor.to_list(None)
+
+    async def count(self, scope: Document) -> int:
+        """Count the messages of whole batches in ``scope``: one ``aggregate``.
+
+        The server counts (see ``count_pipeline``); a few rows come back, not the messages.
+        """
+        cursor = await self._messages.aggregate(count_pipeline(scope))
+        return counted_messages(await cursor.to_list(None))
 
     async def window(
         self, conversation_id: str, scope: Document, limit: int, counter: int | None

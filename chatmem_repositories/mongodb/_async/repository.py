@@ -236,6 +236,19 @@ class AsyncMongoChatMemoryRepository:
             documents = whole_batches(await self._batches.documents(query, newest_first=False))
             return [stored_from_document(d, conversation_id).message for d in documents]
 
+    async def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired).
+
+        The server counts the messages ``find_by_conversation_id`` shows (those of the
+        current life, in whole batches) with one ``aggregate``; with a TTL, the conversation
+        document is read first, as every read does.
+        """
+        validate_conversation_id(conversation_id)
+        await self._ready()
+        with mapped_errors():
+            query = await self._expiry.scope(conversation_id)
+            return 0 if query is None else await self._batches.count(query)
+
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages; an empty sequence deletes it.
 

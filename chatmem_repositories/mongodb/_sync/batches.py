@@ -27,6 +27,8 @@ from chatmem.messages import Message, MessageType
 
 from .._codec import (
     batch_documents,
+    count_pipeline,
+    counted_messages,
     is_dead,
     partial_batches,
     whole_batches,
@@ -104,6 +106,14 @@ class Batches:
             limit=limit,
         )
         return cursor.to_list(None)
+
+    def count(self, scope: Document) -> int:
+        """Count the messages of whole batches in ``scope``: one ``aggregate``.
+
+        The server counts (see ``count_pipeline``); a few rows come back, not the messages.
+        """
+        cursor = self._messages.aggregate(count_pipeline(scope))
+        return counted_messages(cursor.to_list(None))
 
     def window(
         self, conversation_id: str, scope: Document, limit: int, counter: int | None
