@@ -414,6 +414,7 @@ def test_a_long_history_is_read_in_order(session: Session, shape: list[tuple[str
             repository.append(conversation, messages[start : start + 100])
         expected = _texts(messages)
         assert _texts(repository.find_by_conversation_id(conversation)) == expected
+        assert repository.count_messages(conversation) == len(messages)
         history = repository.find_history(conversation, after=7, limit=len(messages))
         assert _texts(s.message for s in history) == expected[7:]
         assert [s.position for s in history] == list(range(8, len(messages) + 1))
@@ -457,6 +458,7 @@ def test_ttl_keeps_an_active_conversation_whole_then_expires_it(session: Session
             assert system.message.text == "be brief"  # type: ignore[union-attr]
             assert _texts(s.message for s in window) == expected[1:]
         assert _texts(repository.find_by_conversation_id(conversation)) == expected
+        assert repository.count_messages(conversation) == len(expected)
         assert repository.find_system_message(conversation) is not None
         assert repository.list_conversations(owner=owner).conversation_ids == [conversation]
 
@@ -465,6 +467,7 @@ def test_ttl_keeps_an_active_conversation_whole_then_expires_it(session: Session
         assert repository.find_recent(conversation, 100) == []
         assert repository.find_system_message(conversation) is None
         assert repository.find_by_conversation_id(conversation) == []
+        assert repository.count_messages(conversation) == 0
         assert repository.find_history(conversation) == []
         assert repository.list_conversations(owner=owner).conversation_ids == []
         assert conversation not in repository.find_conversation_ids()
@@ -472,6 +475,7 @@ def test_ttl_keeps_an_active_conversation_whole_then_expires_it(session: Session
         # Appending again starts a new conversation: nothing of the expired one comes back.
         repository.append(conversation, [UserMessage("again")])
         assert _texts(repository.find_by_conversation_id(conversation)) == ["again"]
+        assert repository.count_messages(conversation) == 1
         assert repository.find_window(conversation, 100)[0] is None
         assert repository.list_conversations(owner=owner).conversation_ids == [conversation]
     finally:
@@ -487,6 +491,7 @@ def test_purge_expired_deletes_expired_data(session: Session) -> None:
         time.sleep(2.5)
         repository.append(alive, [UserMessage("still here")])
         assert _partition_rows(session, expired)  # invisible to reads, still on disk
+        assert repository.count_messages(expired) == 0
         assert repository.purge_expired() >= 1
         assert _partition_rows(session, expired) == []
         assert _texts(repository.find_by_conversation_id(alive)) == ["still here"]

@@ -190,6 +190,12 @@ def statements(cql: Cql) -> dict[str, str]:
         f" alive, next_position FROM {m} WHERE conversation_id = ?",
         "count_before": f"SELECT COUNT(*) FROM {m} WHERE conversation_id = ?"
         " AND section = ? AND position < ?",
+        # The messages of both sections, counted by the server, with the liveness cell
+        # (static: the same on every row) to tell an expired life's rows from live ones.
+        # COUNT(position), not COUNT(*): with only static columns named, Cassandra refuses
+        # the restriction on the section.
+        "count": f"SELECT COUNT(position) AS count, alive FROM {m} WHERE conversation_id = ?"
+        f" AND section IN ('{CHAT}', '{SYSTEM}')",
         # Only in conditional batches, which give them the ballot's timestamp.
         "clear": f"DELETE FROM {m} WHERE conversation_id = ?",
         "clear_before": f"DELETE FROM {m} WHERE conversation_id = ? AND section = ?"

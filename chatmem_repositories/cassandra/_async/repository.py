@@ -214,6 +214,20 @@ class AsyncCassandraChatMemoryRepository:
         history = await self._scan_forward(conversation_id, None, MAX_LIMIT, None)
         return [s.message for s in history]
 
+    async def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired).
+
+        One ``SELECT COUNT(position)`` of the partition's chat and system rows (not the id
+        claims), counted by the server; with a TTL, an expired life's rows (not yet
+        dropped) count as none.
+        """
+        validate_conversation_id(conversation_id)
+        db = await self._ready()
+        rows = await db.execute(db.bind("count", (conversation_id,)))
+        if not rows or self._expired(rows):
+            return 0
+        return int(rows[0]["count"])
+
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages in one conditional batch.
 

@@ -216,6 +216,20 @@ class CassandraChatMemoryRepository:
         history = self._scan_forward(conversation_id, None, MAX_LIMIT, None)
         return [s.message for s in history]
 
+    def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired).
+
+        One ``SELECT COUNT(position)`` of the partition's chat and system rows (not the id
+        claims), counted by the server; with a TTL, an expired life's rows (not yet
+        dropped) count as none.
+        """
+        validate_conversation_id(conversation_id)
+        db = self._ready()
+        rows = db.execute(db.bind("count", (conversation_id,)))
+        if not rows or self._expired(rows):
+            return 0
+        return int(rows[0]["count"])
+
     def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages in one conditional batch.
 
