@@ -98,6 +98,7 @@ def test_window_read_is_an_ordered_index_seek(
             "Message(conversation_id, generation, position)",
             {"after": 0, "since": None, "until": None, "types": None, "needle": None, "limit": 5},
         ),
+        ("count", "Message(conversation_id, generation, position)", {"after": 0}),
         ("delete_before", _WINDOW_INDEX, {"position": 3}),
         ("sweep", "Message(conversation_id, generation, position)", {}),
     ],
@@ -406,7 +407,9 @@ def test_large_replace_and_delete_run_in_batches(
     # Larger than one cleanup batch (1,000), so retired messages go in several transactions.
     old = [UserMessage(f"old {i}") for i in range(2500)]
     repository.append(cid, old)
+    assert repository.count_messages(cid) == 2500
     repository.save_all(cid, [old[0], AssistantMessage("new")])
+    assert repository.count_messages(cid) == 2
     assert [m.text for m in repository.find_by_conversation_id(cid)] == ["old 0", "new"]  # type: ignore[union-attr]
     assert _stored_nodes(repository, cid) == (1, 2)
     repository.delete_by_conversation_id(cid)
@@ -420,10 +423,12 @@ def test_expired_conversation_restarts_in_a_new_generation(cid: str) -> None:
         repository._driver.execute_query(
             "MATCH (c:Conversation {id: $cid}) SET c.expires_at = timestamp() - 1", cid=cid
         )
+        assert repository.count_messages(cid) == 0  # its messages are still stored
         again = repository.append(cid, [stored[0].message, UserMessage("after")])
         # Same id as before, but the old generation is gone: both count as new.
         assert len(again) == 2
         assert again[0].position > stored[0].position
         assert [m.text for m in repository.find_by_conversation_id(cid)] == ["before", "after"]  # type: ignore[union-attr]
+        assert repository.count_messages(cid) == 2
         assert _stored_nodes(repository, cid) == (1, 2)
         repository.delete_by_conversation_id(cid)

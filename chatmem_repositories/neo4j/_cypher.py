@@ -245,6 +245,18 @@ RETURN position, data
 """
 )
 
+# The messages the history read shows, counted by the server over the same index range.
+_COUNT = (
+    _LIVE_CONVERSATION
+    + """
+  MATCH (m:{M}) USING INDEX SEEK m:{M}(conversation_id, generation, position)
+  WHERE m.conversation_id = $cid AND m.generation = c.generation AND m.position > $after
+  RETURN count(m) AS messages
+}}
+RETURN messages
+"""
+)
+
 # Auto-commit only; batches keep a large deletion out of one huge transaction.
 _DELETE_BEFORE = f"""
 MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
@@ -323,6 +335,7 @@ class Statements:
     window_with_system: LiteralString
     latest_of_type: LiteralString
     history: LiteralString
+    count: LiteralString
     delete_before: LiteralString
     list_all: LiteralString
     list_owner: LiteralString
@@ -353,6 +366,7 @@ class Statements:
             window_with_system=_q(_WINDOW_WITH_SYSTEM, c, m),
             latest_of_type=_q(_LATEST_OF_TYPE, c, m),
             history=_q(_HISTORY, c, m),
+            count=_q(_COUNT, c, m),
             delete_before=_q(_DELETE_BEFORE, c, m),
             list_all=_q(_LIST_ALL, c, m),
             list_owner=_q(_LIST_OWNER, c, m),

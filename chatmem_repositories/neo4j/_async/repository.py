@@ -185,6 +185,17 @@ class AsyncNeo4jChatMemoryRepository:
         rows = await self._runner.read("read", self._statements.history, params)
         return [s.message for s in stored_messages(conversation_id, rows)]
 
+    async def count_messages(self, conversation_id: str) -> int:
+        """Return how many messages the conversation holds (0 if none or expired).
+
+        One statement: the server counts the live conversation's messages of its current
+        generation, as the history read finds them (through the same index).
+        """
+        validate_conversation_id(conversation_id)
+        params = {"cid": conversation_id, "after": FIRST_POSITION}
+        rows = await self._runner.read("count", self._statements.count, params)
+        return int(rows[0][0]) if rows else 0
+
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages atomically; empty deletes it.
 
