@@ -30,10 +30,10 @@ from sqlalchemy.dialects import postgresql
 
 from chatmem.backend import StoredMessage
 from chatmem.conversation_ids import owner_of
-from chatmem.messages import encode_message
+from chatmem.messages import SystemMessage, encode_message
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, search_text, stored_in
 from chatmem_repositories.sql._plans.returning import ReturningPlan
-from chatmem_repositories.sql._plans.steps import Program, Query, Send
+from chatmem_repositories.sql._plans.steps import Execute, Program, Query, Send
 from chatmem_repositories.sql._types import NUL_STAND_IN
 
 __all__ = ["ONE_STATEMENT_MAX", "PostgresqlPlan"]
@@ -72,6 +72,7 @@ class PostgresqlPlan(ReturningPlan):
     """
 
     _append_in_one: Select[Any] | None = None
+    _insert_json: Any = None
 
     @property
     def db_system(self) -> str:
@@ -113,8 +114,8 @@ class PostgresqlPlan(ReturningPlan):
         # most of a large append's client time.
         if self._append_in_one is not None:
             return self._append_in_one
-        conversations, messages = self.tables.conversations, self.tables.messages
-        c, m = conversations.c, messages.c
+        conversations = self.tables.conversations
+        c = conversations.c
         cid = bindparam("cid", type_=c.conversation_id.type)
         n = bindparam("n", type_=Integer())
         now = bindparam("now", type_=c.updated_at.type)
@@ -162,33 +163,59 @@ class PostgresqlPlan(ReturningPlan):
         reserve = union_all(select(bumped.c.next_position), select(created.c.next_position)).cte(
             "reserved"
         )
-        incoming = (
-            func.json_to_recordset(cast(bindparam("rows", type_=Text()), postgresql.JSON()))
-            .table_valued(*(column(name, kind) for name, kind in _ROW_COLUMNS.items()))
-            .render_derived(name="incoming", with_types=True)
-        )
+        incoming = _incoming()
         source = select(
             cid,
             reserve.c.next_position - n + incoming.c.offset,
             *(incoming.c[name] for name in _ROW_COLUMNS if name != "offset"),
         ).select_from(reserve.join(incoming, true()))
-        columns = [name for name in _ROW_COLUMNS if name != "offset"]
-        inserted = (
-            postgresql.insert(messages)
-            .from_select(["conversation_id", "position", *columns], source)
-            .on_conflict_do_nothing(index_elements=[m.conversation_id, m.message_id])
-            .returning(m.position)
-            .cte("inserted")
-        )
+        inserted = self._insert_from(source).cte("inserted")
         statement: Select[Any] = select(reserve.c.next_position, inserted.c.position)
         self._append_in_one = statement.select_from(reserve.outerjoin(inserted, true()))
         return self._append_in_one
 
+    def _insert_from(self, source: Select[Any]) -> Any:
+        """``INSERT INTO messages SELECT ... ON CONFLICT DO NOTHING RETURNING position``."""
+        m = self.tables.messages.c
+        columns = [name for name in _ROW_COLUMNS if name != "offset"]
+        return (
+            postgresql.insert(self.tables.messages)
+            .from_select(["conversation_id", "position", *columns], source)
+            .on_conflict_do_nothing(index_elements=[m.conversation_id, m.message_id])
+            .returning(m.position)
+        )
 
-def _params(
-    conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
-) -> dict[str, Any]:
-    """The one-statement append's parameters: the rows as one JSON text, offsets from 0.
+    def _insert_batch(self, conversation_id: str, batch: Batch, start: int) -> Execute:
+        """The transaction's insert, with the rows as one JSON text.
+
+        As the one-statement append sends them: one statement text for every batch size,
+        where a multi-row ``VALUES`` differs per size and psycopg parses each anew (most of
+        a bulk append's client time when every conversation starts with a system message).
+        """
+        if self._insert_json is None:
+            m = self.tables.messages.c
+            incoming = _incoming()
+            source = select(
+                bindparam("cid", type_=m.conversation_id.type),
+                bindparam("start", type_=m.position.type) + incoming.c.offset,
+                *(incoming.c[name] for name in _ROW_COLUMNS if name != "offset"),
+            ).select_from(incoming)
+            self._insert_json = self._insert_from(source)
+        params = {"cid": conversation_id, "start": start, "rows": _rows_json(batch)}
+        return Execute(self._insert_json, params)
+
+
+def _incoming() -> Any:
+    """The rows of the ``rows`` parameter (a JSON text) as a table, ``json_to_recordset``."""
+    return (
+        func.json_to_recordset(cast(bindparam("rows", type_=Text()), postgresql.JSON()))
+        .table_valued(*(column(name, kind) for name, kind in _ROW_COLUMNS.items()))
+        .render_derived(name="incoming", with_types=True)
+    )
+
+
+def _rows_json(batch: Batch) -> str:
+    """The batch's rows as one JSON text, offsets from 0.
 
     Built straight from the messages (no intermediate insert rows): in a bulk append this
     is most of the client's work per message after encoding it.
@@ -198,7 +225,7 @@ def _params(
             "offset": offset,
             "message_id": message.id,
             "type": str(message.type),
-            "is_system": False,  # a batch with a system message takes the transaction
+            "is_system": isinstance(message, SystemMessage),
             # Naive UTC, as the column stores it (JSON skips the column type's conversion).
             "created_at": message.created_at.astimezone(UTC).replace(tzinfo=None).isoformat(),
             # The search column's NUL substitution (PostgreSQL text cannot hold NUL).
@@ -207,11 +234,18 @@ def _params(
         }
         for offset, message in enumerate(batch.messages)
     ]
+    return json.dumps(records, ensure_ascii=False)
+
+
+def _params(
+    conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+) -> dict[str, Any]:
+    """The one-statement append's parameters (a batch without a system message)."""
     return {
         "cid": conversation_id,
         "owned_by": owner_of(conversation_id),
-        "n": len(records),
+        "n": len(batch),
         "now": now,
         "expires_at": expires_at,
-        "rows": json.dumps(records, ensure_ascii=False),
+        "rows": _rows_json(batch),
     }

@@ -58,8 +58,7 @@ class ReturningPlan(Plan):
         if int(counter[1]) == start:
             # This write revived an expired conversation: its old messages go (all of them).
             yield Execute(self.writes.delete_messages(conversation_id))
-        rows = batch.rows(conversation_id, start)
-        reply = yield Execute(self._insert_rows(), rows)
+        reply = yield self._insert_batch(conversation_id, batch, start)
         positions = {int(row[0]) for row in reply.rows}
         if offset is not None and start + offset not in positions:
             # The reserved system position went to a duplicate: point at the real one.
@@ -95,6 +94,13 @@ class ReturningPlan(Plan):
         )
         self._reserve_statements[with_system] = statement
         return statement
+
+    def _insert_batch(self, conversation_id: str, batch: Batch, start: int) -> Execute:
+        """The insert of :meth:`_append`, returning the positions stored.
+
+        The batch goes in at positions from ``start``; ids already stored are skipped.
+        """
+        return Execute(self._insert_rows(), batch.rows(conversation_id, start))
 
     def _insert_rows(self) -> Insert:
         """``INSERT ... ON CONFLICT DO NOTHING RETURNING position``, run as an executemany."""
