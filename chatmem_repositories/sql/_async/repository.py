@@ -260,9 +260,9 @@ class AsyncSqlChatMemoryRepository:
         end = None if before is None else as_position(before)
         if limit == 0:
             return []
-        statement = self._plan.reads.window(conversation_id, limit, end, self._now())
-        rows = await self._runner.read(statement)
-        return [to_stored(row, conversation_id) for row in reversed(rows)]
+        return await self._runner.perform(
+            self._plan.recent(conversation_id, limit, end, self._now())
+        )
 
     async def find_window(
         self, conversation_id: str, limit: int

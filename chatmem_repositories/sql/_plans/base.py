@@ -30,7 +30,7 @@ from chatmem_repositories.sql._plans.steps import (
     Transaction,
 )
 from chatmem_repositories.sql._schema import Tables
-from chatmem_repositories.sql._statements.reads import Reads
+from chatmem_repositories.sql._statements.reads import NO_POSITION_BOUND, Reads
 from chatmem_repositories.sql._statements.writes import Writes
 
 __all__ = ["Plan"]
@@ -92,6 +92,15 @@ class Plan:
     def window_statement(self) -> Executable:
         """The statement of :meth:`window`, built once: ``(is_system, position, body)`` rows."""
         return self.reads.window_and_system()
+
+    def recent(
+        self, conversation_id: str, limit: int, before: int | None, now: datetime
+    ) -> Program[list[StoredMessage]]:
+        """The newest ``limit`` non-system messages before ``before``, oldest first."""
+        bound = NO_POSITION_BOUND if before is None else before
+        params = {"cid": conversation_id, "limit": limit, "before": bound, "now": now}
+        rows = yield Query(self.reads.recent(), params)
+        return [to_stored(row, conversation_id) for row in reversed(rows)]
 
     def count(self, conversation_id: str, now: datetime) -> Program[int]:
         """How many messages the live conversation holds."""

@@ -29,7 +29,10 @@ from chatmem.backend import escape_like
 from chatmem.messages import MessageType
 from chatmem_repositories.sql._schema import Tables
 
-__all__ = ["Reads", "expired", "live"]
+__all__ = ["NO_POSITION_BOUND", "Reads", "expired", "live"]
+
+NO_POSITION_BOUND = 2**63 - 1
+"""``before`` of :meth:`Reads.recent` when there is none: above every position (BIGINT)."""
 
 _LIKE_ESCAPE = "/"
 
@@ -55,6 +58,7 @@ class Reads:
         self.messages = tables.messages
         self._window_and_system: CompoundSelect[Any, Any, Any] | None = None
         self._count: Select[Any] | None = None
+        self._recent: Select[Any] | None = None
         self._plain_page: Select[Any] | None = None
 
     def _rows(self, conversation_id: str, now: datetime) -> Select[Any]:
@@ -73,6 +77,22 @@ class Reads:
         if before is not None:
             statement = statement.where(m.position < before)
         return statement.order_by(m.position.desc()).limit(limit)
+
+    def recent(self) -> Select[Any]:
+        """:meth:`window` built once, for the runner to compile once.
+
+        Its bind parameters are ``cid``, ``limit``, ``before`` and ``now``; ``before`` is
+        :data:`NO_POSITION_BOUND` for the newest messages.
+        """
+        if self._recent is None:
+            m = self.messages.c
+            self._recent = self.window(
+                bindparam("cid", type_=m.conversation_id.type),  # type: ignore[arg-type]
+                bindparam("limit", type_=Integer()),  # type: ignore[arg-type]
+                bindparam("before", type_=m.position.type),  # type: ignore[arg-type]
+                bindparam("now", type_=self.conversations.c.expires_at.type),  # type: ignore[arg-type]
+            )
+        return self._recent
 
     def window_and_system(self) -> CompoundSelect[Any, Any, Any]:
         """The window and the system message in one statement: ``(is_system, position, body)``.
