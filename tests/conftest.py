@@ -48,6 +48,7 @@ def server_url(name: str) -> str:
         message = f"{name} test server not reachable at {host}:{port} ({exc})"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message + "; in CI every server must be up")
-        script = name.replace("_", "-")
+        # The MongoDB-wire test server is FerretDB; the others are named after their server.
+        script = {"mongodb": "ferretdb", "postgresql": "postgres"}.get(name, name.replace("_", "-"))
         pytest.skip(message + "; start it with scripts/servers/" + script + "/start.sh")
     return url

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import (
@@ -33,7 +34,14 @@ from chatmem.conversation_ids import owner_of
 from chatmem.messages import SystemMessage, encode_message
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, search_text, stored_in
 from chatmem_repositories.sql._plans.returning import ReturningPlan
-from chatmem_repositories.sql._plans.steps import Execute, Program, Query, Send
+from chatmem_repositories.sql._plans.steps import (
+    Body,
+    Execute,
+    Program,
+    Query,
+    Send,
+    Transaction,
+)
 from chatmem_repositories.sql._types import NUL_STAND_IN
 
 __all__ = ["ONE_STATEMENT_MAX", "PostgresqlPlan"]
@@ -58,17 +66,20 @@ _ROW_COLUMNS: dict[str, Any] = {
 class PostgresqlPlan(ReturningPlan):
     """Every operation on PostgreSQL.
 
-    A batch without a system message (the usual turn) is appended by one statement in
-    autocommit: ``WITH bumped AS (UPDATE conversations SET next_position = next_position + n
-    ... WHERE <live> RETURNING next_position), created AS (INSERT INTO conversations SELECT
+    An append to a live conversation without a system message (the usual turn), or to a
+    new conversation, is one statement in autocommit: ``WITH bumped AS (UPDATE
+    conversations SET next_position = next_position + n ... WHERE <live> AND <no system
+    message> RETURNING next_position), created AS (INSERT INTO conversations SELECT
     ... WHERE NOT EXISTS (SELECT FROM bumped) ON CONFLICT DO NOTHING RETURNING
     next_position), reserved AS (bumped UNION ALL created), inserted AS (INSERT INTO
     messages SELECT ... FROM reserved, json_to_recordset(:rows) ... ON CONFLICT DO NOTHING
     RETURNING position) SELECT reserved.next_position, inserted.position FROM reserved LEFT
-    JOIN inserted``. The row lock is held for that statement only. An expired conversation
-    (or a new one another writer creates at the same moment) gets no reservation, so no
-    row comes back and the transaction of the other dialects runs instead, as it does for a
-    batch with a system message.
+    JOIN inserted``. The row lock is held for that statement only. A new conversation's row
+    takes the batch's system message as its reference (nothing is stored yet, so it is
+    stored where reserved). An expired conversation, a new one another writer creates at
+    the same moment, or a live one given a system message (whose id may be stored already,
+    so the reference needs the checks of the transaction) gets no reservation: no row comes
+    back and the transaction of the other dialects runs instead.
     """
 
     _append_in_one: Select[Any] | None = None
@@ -92,19 +103,28 @@ class PostgresqlPlan(ReturningPlan):
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
     ) -> Program[list[StoredMessage]]:
         """Store the batch's messages not stored yet: one statement when it can."""
-        if batch.system_offset is None and len(batch) <= ONE_STATEMENT_MAX:
+        if len(batch) <= ONE_STATEMENT_MAX:
             answer = yield Send(
                 self._append_statement(), _params(conversation_id, batch, now, expires_at)
             )
             if answer:
                 start = int(answer[0][0]) - len(batch)
                 positions = {int(row[1]) for row in answer if row[1] is not None}
+                offset = batch.system_offset
+                if offset is not None and start + offset not in positions:
+                    # Not expected (a new conversation holds no message yet), but a stored
+                    # id would leave the reference on an empty position: repair it.
+                    yield Transaction(partial(self._fix_system, conversation_id))
                 return stored_in(batch, start, positions)
-            # No row: the conversation had expired; the transaction starts it anew.
+            # No row: the conversation had expired, or it exists and the batch holds a
+            # system message (whose id may be stored already); the transaction does it.
         stored: list[StoredMessage] = yield from super().append(
             conversation_id, batch, now, expires_at
         )
         return stored
+
+    def _fix_system(self, conversation_id: str) -> Body[None]:
+        yield Execute(self.writes.fix_system(conversation_id))
 
     def _append_statement(self) -> Select[Any]:
         # Built once per plan: constructing this statement costs more than running it. The
@@ -124,9 +144,14 @@ class PostgresqlPlan(ReturningPlan):
         # SET clause (SQLAlchemy's rule): only expires_at is, and it is set to itself.
         # An existing live conversation: a plain UPDATE reserves the positions (no
         # speculative insert into the primary key, as an upsert's ON CONFLICT tries first).
+        system = bindparam("sys", type_=Integer())
         bumped = (
             update(conversations)
-            .where(c.conversation_id == cid, or_(c.expires_at.is_(None), c.expires_at > now))
+            .where(
+                c.conversation_id == cid,
+                or_(c.expires_at.is_(None), c.expires_at > now),
+                system.is_(None),
+            )
             .values(next_position=c.next_position + n, updated_at=now, expires_at=expires_at)
             .returning(c.next_position)
             .cte("bumped")
@@ -141,6 +166,8 @@ class PostgresqlPlan(ReturningPlan):
             now,
             now,
             expires_at,
+            # The batch's last system message, if any: new, so stored at its position.
+            system + literal_column(str(FIRST_POSITION), Integer()),
         ).where(~exists(select(bumped.c.next_position)))
         created = (
             postgresql.insert(conversations)
@@ -153,6 +180,7 @@ class PostgresqlPlan(ReturningPlan):
                     "created_at",
                     "updated_at",
                     "expires_at",
+                    "system_position",
                 ],
                 new_row,
             )
@@ -240,11 +268,12 @@ def _rows_json(batch: Batch) -> str:
 def _params(
     conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
 ) -> dict[str, Any]:
-    """The one-statement append's parameters (a batch without a system message)."""
+    """The one-statement append's parameters."""
     return {
         "cid": conversation_id,
         "owned_by": owner_of(conversation_id),
         "n": len(batch),
+        "sys": batch.system_offset,
         "now": now,
         "expires_at": expires_at,
         "rows": _rows_json(batch),
