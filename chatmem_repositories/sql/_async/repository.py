@@ -214,8 +214,7 @@ class AsyncSqlChatMemoryRepository:
     async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
         """Return a conversation's whole history in order, or ``[]``."""
         validate_conversation_id(conversation_id)
-        rows = await self._runner.read(self._plan.reads.everything(conversation_id, self._now()))
-        return [to_stored(row, conversation_id).message for row in rows]
+        return await self._runner.perform(self._plan.everything(conversation_id, self._now()))
 
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages in one transaction; positions keep increasing.

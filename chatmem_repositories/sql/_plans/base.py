@@ -20,6 +20,7 @@ from sqlalchemy import Delete, Executable, literal, select
 from sqlalchemy.engine import Dialect
 
 from chatmem.backend import StoredMessage
+from chatmem.messages import Message, decode_messages
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, chunks, stored_in, to_stored
 from chatmem_repositories.sql._plans.steps import (
     Body,
@@ -92,6 +93,11 @@ class Plan:
     def window_statement(self) -> Executable:
         """The statement of :meth:`window`, built once: ``(is_system, position, body)`` rows."""
         return self.reads.window_and_system()
+
+    def everything(self, conversation_id: str, now: datetime) -> Program[list[Message]]:
+        """Every message of the live conversation, in order."""
+        rows = yield Query(self.reads.everything(), {"cid": conversation_id, "now": now})
+        return decode_messages((body for _, body in rows), conversation_id=conversation_id)
 
     def recent(
         self, conversation_id: str, limit: int, before: int | None, now: datetime

@@ -59,6 +59,7 @@ class Reads:
         self._window_and_system: CompoundSelect[Any, Any, Any] | None = None
         self._count: Select[Any] | None = None
         self._recent: Select[Any] | None = None
+        self._everything: Select[Any] | None = None
         self._plain_page: Select[Any] | None = None
 
     def _rows(self, conversation_id: str, now: datetime) -> Select[Any]:
@@ -139,9 +140,19 @@ class Reads:
             .limit(1)
         )
 
-    def everything(self, conversation_id: str, now: datetime) -> Select[Any]:
-        """The whole history in order (primary key)."""
-        return self._rows(conversation_id, now).order_by(self.messages.c.position)
+    def everything(self) -> Select[Any]:
+        """The whole history in order (primary key).
+
+        Built once with the bind parameters ``cid`` and ``now``, for the runner to compile
+        once: it is the read of every turn of a history that returns all its messages
+        (LangChain's contract).
+        """
+        if self._everything is None:
+            cid = bindparam("cid", type_=self.messages.c.conversation_id.type)
+            at = bindparam("now", type_=self.conversations.c.expires_at.type)
+            rows = self._rows(cid, at)  # type: ignore[arg-type]
+            self._everything = rows.order_by(self.messages.c.position)
+        return self._everything
 
     def count(self) -> Select[Any]:
         """How many messages a live conversation holds (primary key).
