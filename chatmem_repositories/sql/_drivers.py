@@ -37,6 +37,7 @@ __all__ = [
     "async_checkout",
     "async_create_all",
     "async_create_engine",
+    "async_driver_connection",
     "async_invalidate",
     "checkin",
     "checkout",
@@ -44,6 +45,7 @@ __all__ = [
     "create_all",
     "create_engine",
     "deadline_of",
+    "driver_connection",
     "engine_arguments",
     "install_deadlines",
     "invalidate",
@@ -348,6 +350,17 @@ async def async_checkin(connection: PoolProxiedConnection) -> None:
 def checkin(connection: PoolProxiedConnection) -> None:
     """Give a connection from :func:`checkout` back to its pool."""
     connection.close()
+
+
+async def async_driver_connection(connection: AsyncConnection) -> Any:
+    """The driver's own connection under a connection of :func:`async_checkout`'s engine."""
+    raw = await connection.get_raw_connection()
+    return raw.driver_connection
+
+
+def driver_connection(connection: Connection) -> Any:
+    """The driver's own connection under an engine's connection."""
+    return connection.connection.driver_connection
 
 
 async def async_invalidate(connection: PoolProxiedConnection, exc: BaseException) -> None:

@@ -58,8 +58,7 @@ class ReturningPlan(Plan):
         if int(counter[1]) == start:
             # This write revived an expired conversation: its old messages go (all of them).
             yield Execute(self.writes.delete_messages(conversation_id))
-        reply = yield self._insert_batch(conversation_id, batch, start)
-        positions = {int(row[0]) for row in reply.rows}
+        positions = yield from self._store(conversation_id, batch, start)
         if offset is not None and start + offset not in positions:
             # The reserved system position went to a duplicate: point at the real one.
             yield Execute(self.writes.fix_system(conversation_id))
@@ -94,6 +93,11 @@ class ReturningPlan(Plan):
         )
         self._reserve_statements[with_system] = statement
         return statement
+
+    def _store(self, conversation_id: str, batch: Batch, start: int) -> Body[set[int]]:
+        """Insert the batch at positions from ``start``; return the positions stored."""
+        reply = yield self._insert_batch(conversation_id, batch, start)
+        return {int(row[0]) for row in reply.rows}
 
     def _insert_batch(self, conversation_id: str, batch: Batch, start: int) -> Execute:
         """The insert of :meth:`_append`, returning the positions stored.

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, text
+from sqlalchemy import Insert, Table, select, text
 from sqlalchemy.dialects import sqlite
 
+from chatmem_repositories.sql._codec import Batch
 from chatmem_repositories.sql._plans.returning import ReturningPlan
-from chatmem_repositories.sql._plans.steps import Program, Query
+from chatmem_repositories.sql._plans.steps import Body, Execute, Program, Query
 
 __all__ = ["SqlitePlan"]
 
@@ -17,8 +18,13 @@ class SqlitePlan(ReturningPlan):
     """Every operation on SQLite.
 
     An append is one transaction of two statements (upsert, insert) plus its commit. Every
-    write transaction starts with a write, so it never has to upgrade a read lock.
+    write transaction starts with a write, so it never has to upgrade a read lock. The
+    insert is one statement text run as an executemany (the driver's loop, in C), skipping
+    stored ids with ``ON CONFLICT DO NOTHING``; only when it stored fewer rows than it was
+    given does a ``SELECT`` read which reserved positions it filled.
     """
+
+    _insert_ignoring: Insert | None = None
 
     @property
     def db_system(self) -> str:
@@ -33,3 +39,25 @@ class SqlitePlan(ReturningPlan):
     def dialect_insert(self, table: Table) -> Any:
         """SQLite's ``INSERT`` with ``ON CONFLICT``."""
         return sqlite.insert(table)
+
+    def _store(self, conversation_id: str, batch: Batch, start: int) -> Body[set[int]]:
+        rows = batch.rows(conversation_id, start)
+        reply = yield Execute(self._insert_skipping_stored(), rows)
+        if reply.rowcount == len(rows):
+            return {row["position"] for row in rows}
+        m = self.tables.messages.c
+        filled = select(m.position).where(
+            m.conversation_id == conversation_id,
+            m.position >= start,
+            m.position < start + len(rows),
+        )
+        return {int(row[0]) for row in (yield Execute(filled)).rows}
+
+    def _insert_skipping_stored(self) -> Insert:
+        """``INSERT ... ON CONFLICT DO NOTHING`` of message rows, built once."""
+        if self._insert_ignoring is None:
+            m = self.tables.messages.c
+            self._insert_ignoring = sqlite.insert(self.tables.messages).on_conflict_do_nothing(
+                index_elements=[m.conversation_id, m.message_id]
+            )
+        return self._insert_ignoring

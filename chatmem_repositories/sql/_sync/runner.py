@@ -16,8 +16,8 @@ write that may have been applied reported as unknown.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Executable, MetaData
 from sqlalchemy import exc as sa_exc
@@ -33,11 +33,13 @@ from chatmem_repositories.sql._drivers import (
     checkout,
     create_all,
     deadline_of,
+    driver_connection,
     invalidate,
 )
 from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_error
 from chatmem_repositories.sql._plans.steps import (
     Body,
+    Execute,
     InsertOrConflict,
     Program,
     Reply,
@@ -55,7 +57,8 @@ _ERRORS = (sa_exc.SQLAlchemyError, OSError)
 # psycopg's connections switch to autocommit for them; SQLite's run a read outside any
 # transaction anyway.
 _PSYCOPG = ("psycopg", "psycopg_async")
-_DIRECT_DRIVERS = (*_PSYCOPG, "pysqlite", "aiosqlite")
+_SQLITE = ("pysqlite", "aiosqlite")
+_DIRECT_DRIVERS = (*_PSYCOPG, *_SQLITE)
 
 
 def _pool_capacity(engine: Engine) -> int | None:
@@ -111,6 +114,10 @@ class Runner:
         dialect = engine.dialect
         self._direct = dialect.driver in _DIRECT_DRIVERS
         self._psycopg = dialect.driver in _PSYCOPG
+        # SQLite's transactions run their compiled statements on the driver connection too:
+        # no socket, so no deadline to keep, and the driver begins the transaction itself
+        # before the first write, whichever cursor sends it.
+        self._direct_in_transaction = dialect.driver in _SQLITE
         self._dbapi_error: type[Exception] = getattr(dialect.loaded_dbapi, "Error", Exception)
         self._watch = deadline_of(engine)
         # Statements built once per plan, compiled once: id -> (statement, its SQL or None).
@@ -332,8 +339,36 @@ class Runner:
                     answer = True
                 except sa_exc.IntegrityError:
                     answer = False
+            elif (direct := self._in_transaction_sql(step)) is not None:
+                answer = self._execute_direct(connection, direct, step)
             else:
                 executed = connection.execute(step.statement, step.params)
                 rows = list(executed.all()) if executed.returns_rows else []
                 lastrowid = executed.lastrowid if step.lastrowid else None
                 answer = Reply(rows, executed.rowcount, lastrowid)
+
+    def _in_transaction_sql(self, step: Execute) -> DriverSql | None:
+        """The step's SQL for the driver, if a transaction runs it there (see __init__)."""
+        if not self._direct_in_transaction or step.params is None or step.lastrowid:
+            return None
+        return self._driver_sql(step.statement)
+
+    def _execute_direct(self, connection: Connection, sql: DriverSql, step: Execute) -> Reply:
+        """Run a compiled step on the transaction's driver connection.
+
+        A list of parameters runs it as an executemany. Driver errors are raised as
+        SQLAlchemy wraps them, so the transaction retries and maps them alike.
+        """
+        driver: Any = driver_connection(connection)
+        params = step.params
+        try:
+            if isinstance(params, Mapping):
+                cursor = driver.execute(sql.text, sql.bind(params))
+                rows = list(cursor.fetchall()) if cursor.description is not None else []
+            else:
+                many = cast(Sequence[Mapping[str, Any]], params)
+                cursor = driver.executemany(sql.text, [sql.bind(p) for p in many])
+                rows = []
+            return Reply(rows, cursor.rowcount)
+        except self._dbapi_error as exc:
+            raise self._wrap(exc, invalidated=False) from exc
