@@ -215,9 +215,10 @@ def engine_arguments(
             "max_overflow": max_overflow,
             "pool_timeout": max(1.0, connect_timeout.total_seconds()),
         }
-    if parsed.get_backend_name() in _MYSQL:
+    if parsed.get_backend_name() in (*_MYSQL, "sqlite"):
         # The pool's rollback on return is a round trip on MySQL/MariaDB even right after a
-        # COMMIT: prepare_owned_engine installs one that asks the driver first.
+        # COMMIT, and a hop to aiosqlite's thread: prepare_owned_engine installs one that
+        # asks the driver first.
         kwargs["pool_reset_on_return"] = None
     return parsed, kwargs
 
@@ -227,17 +228,27 @@ _IN_TRANSACTION = 1  # MySQL's SERVER_STATUS_IN_TRANS, in the status of every OK
 
 
 def _rollback_if_in_transaction(dbapi_connection: Any, record: Any, state: Any) -> None:
-    """Reset a MySQL/MariaDB connection returning to the pool: roll back only if needed.
+    """Reset a MySQL/MariaDB or SQLite connection returning to the pool: roll back if needed.
 
-    The engine's own reset (``pool_reset_on_return``) is off: it would send ROLLBACK after
-    every COMMIT. PyMySQL and aiomysql keep the server's status from its last answer, which
-    says whether a transaction is open. A connection being discarded is not touched.
+    The engine's own reset (``pool_reset_on_return``) is off: it would roll back after
+    every COMMIT (a round trip to MySQL, a hop to aiosqlite's thread). A connection being
+    discarded is not touched.
     """
     if state.transaction_was_reset or not state.asyncio_safe or state.terminate_only:
         return
-    status = getattr(record.driver_connection, "server_status", None)
-    if not isinstance(status, int) or status & _IN_TRANSACTION:
+    if _in_transaction(record.driver_connection):
         dbapi_connection.rollback()
+
+
+def _in_transaction(driver: Any) -> bool:
+    """Whether the driver says a transaction is open (``True`` when it cannot say)."""
+    # PyMySQL and aiomysql keep the server's status from its last answer.
+    status = getattr(driver, "server_status", None)
+    if isinstance(status, int):
+        return bool(status & _IN_TRANSACTION)
+    # sqlite3 asks the library; aiosqlite reads the same flag without a hop to its thread.
+    flag = getattr(driver, "in_transaction", None)
+    return flag if isinstance(flag, bool) else True
 
 
 def core_engine(engine: Engine | AsyncEngine) -> Engine:
@@ -262,7 +273,7 @@ def prepare_owned_engine(
     sync = core_engine(engine)
     if sync.dialect.name == "sqlite":
         event.listen(sync, "connect", _sqlite_pragmas)
-    if sync.dialect.name in _MYSQL:
+    if sync.dialect.name in (*_MYSQL, "sqlite"):
         event.listen(sync, "reset", _rollback_if_in_transaction)
     socket_of = _SOCKETS.get(sync.dialect.driver)
     if socket_of is not None:
