@@ -386,9 +386,9 @@ def test_save_all_of_a_new_conversation_next_to_a_save_all_in_flight(url: str) -
 def count_statements(repository: Any) -> list[str]:
     """Record the first word of every statement the repository's connections send.
 
-    On PostgreSQL and SQLite the turn's read (and PostgreSQL's append) go to the driver
-    without SQLAlchemy's execution (and its events): new connections record what they run
-    (a psycopg cursor class; sqlite3's trace callback).
+    On PostgreSQL, SQLite and MySQL/MariaDB the turn's read (and PostgreSQL's append) go to
+    the driver without SQLAlchemy's execution (and its events): new connections record what
+    they run (a psycopg or PyMySQL cursor class; sqlite3's trace callback).
     """
     statements: list[str] = []
     engine = repository._engine
@@ -410,6 +410,24 @@ def count_statements(repository: Any) -> list[str]:
             dbapi_connection.set_trace_callback(traced)
 
         event.listen(target, "connect", tracing)
+        target.dispose()
+        return statements
+    if target.dialect.name in ("mysql", "mariadb") and target.dialect.driver == "pymysql":
+        # The reads go to the driver too; every statement, whoever sends it, goes through a
+        # cursor's execute (an executemany of an INSERT is one execute of all the rows).
+        import pymysql.cursors
+
+        class RecordingMysql(pymysql.cursors.Cursor):
+            def execute(self, query: Any, args: Any = None) -> Any:
+                # An executemany's multi-row INSERT comes as bytes.
+                text = query.decode() if isinstance(query, bytes | bytearray) else str(query)
+                statements.append(text.split(None, 1)[0].upper().lstrip("("))
+                return super().execute(query, args)
+
+        def recording_mysql(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.cursorclass = RecordingMysql
+
+        event.listen(target, "connect", recording_mysql)
         target.dispose()
         return statements
     if target.dialect.name != "postgresql":

@@ -38,6 +38,7 @@ __all__ = [
     "async_create_all",
     "async_create_engine",
     "async_driver_connection",
+    "async_execute",
     "async_invalidate",
     "checkin",
     "checkout",
@@ -47,6 +48,7 @@ __all__ = [
     "deadline_of",
     "driver_connection",
     "engine_arguments",
+    "execute",
     "install_deadlines",
     "invalidate",
     "prepare_owned_engine",
@@ -372,6 +374,54 @@ async def async_driver_connection(connection: AsyncConnection) -> Any:
 def driver_connection(connection: Connection) -> Any:
     """The driver's own connection under an engine's connection."""
     return connection.connection.driver_connection
+
+
+async def async_execute(
+    driver: Any, text: str, bound: Any, *, many: bool = False
+) -> tuple[list[Any], int, int | None]:
+    """Run one statement on a driver connection: ``(rows, rowcount, lastrowid)``.
+
+    psycopg, sqlite3 and aiosqlite connections execute themselves; PyMySQL, mysqlclient
+    and aiomysql need a cursor. ``many`` runs it as an executemany of ``bound``, a list.
+    """
+    if hasattr(driver, "execute"):
+        cursor = await (driver.executemany if many else driver.execute)(text, bound)
+        return await _answer_of(cursor)
+    cursor = await driver.cursor()
+    try:
+        await (cursor.executemany if many else cursor.execute)(text, bound)
+        return await _answer_of(cursor)
+    finally:
+        await cursor.close()
+
+
+async def _answer_of(cursor: Any) -> tuple[list[Any], int, int | None]:
+    rows = list(await cursor.fetchall()) if cursor.description is not None else []
+    return rows, cursor.rowcount, getattr(cursor, "lastrowid", None)
+
+
+def execute(
+    driver: Any, text: str, bound: Any, *, many: bool = False
+) -> tuple[list[Any], int, int | None]:
+    """Run one statement on a driver connection: ``(rows, rowcount, lastrowid)``.
+
+    psycopg, sqlite3 and aiosqlite connections execute themselves; PyMySQL, mysqlclient
+    and aiomysql need a cursor. ``many`` runs it as an executemany of ``bound``, a list.
+    """
+    if hasattr(driver, "execute"):
+        cursor = (driver.executemany if many else driver.execute)(text, bound)
+        return _answer(cursor)
+    cursor = driver.cursor()
+    try:
+        (cursor.executemany if many else cursor.execute)(text, bound)
+        return _answer(cursor)
+    finally:
+        cursor.close()
+
+
+def _answer(cursor: Any) -> tuple[list[Any], int, int | None]:
+    rows = list(cursor.fetchall()) if cursor.description is not None else []
+    return rows, cursor.rowcount, getattr(cursor, "lastrowid", None)
 
 
 async def async_invalidate(connection: PoolProxiedConnection, exc: BaseException) -> None:

@@ -31,6 +31,7 @@ from chatmem_repositories.sql._drivers import (
     async_checkout,
     async_create_all,
     async_driver_connection,
+    async_execute,
     async_invalidate,
     deadline_of,
 )
@@ -57,6 +58,10 @@ _ERRORS = (sa_exc.SQLAlchemyError, OSError)
 _PSYCOPG = ("psycopg", "psycopg_async")
 _SQLITE = ("pysqlite", "aiosqlite")
 _DIRECT_DRIVERS = (*_PSYCOPG, *_SQLITE)
+# MySQL/MariaDB drivers run the reads directly: in the connection's own transaction, as
+# through SQLAlchemy (no autocommit switching), rolled back right after.
+_DIRECT_READ_DRIVERS = ("pymysql", "mysqldb", "aiomysql")
+_DIRECT_TRANSACTION_DRIVERS = (*_SQLITE, "pymysql", "mysqldb")
 
 
 def _pool_capacity(engine: AsyncEngine) -> int | None:
@@ -111,11 +116,14 @@ class AsyncRunner:
         self._schema_lock = AsyncLock()
         dialect = engine.dialect
         self._direct = dialect.driver in _DIRECT_DRIVERS
+        self._mysql_reads = dialect.driver in _DIRECT_READ_DRIVERS
+        self._direct_reads = self._direct or self._mysql_reads
         self._psycopg = dialect.driver in _PSYCOPG
-        # SQLite's transactions run their compiled statements on the driver connection too:
-        # no socket, so no deadline to keep, and the driver begins the transaction itself
-        # before the first write, whichever cursor sends it.
-        self._direct_in_transaction = dialect.driver in _SQLITE
+        # SQLite's and the sync MySQL drivers' transactions run their compiled statements on
+        # the driver connection too: no deadline to keep (no socket, or the driver's own
+        # read_timeout), and the driver begins the transaction itself, whichever cursor
+        # sends the first statement.
+        self._direct_in_transaction = dialect.driver in _DIRECT_TRANSACTION_DRIVERS
         self._dbapi_error: type[Exception] = getattr(dialect.loaded_dbapi, "Error", Exception)
         self._watch = deadline_of(engine)
         # Statements built once per plan, compiled once: id -> (statement, its SQL or None).
@@ -177,7 +185,7 @@ class AsyncRunner:
                 answer = await self._transaction(step.body)
                 continue
             write = isinstance(step, Send)
-            direct = None if step.params is None else self._driver_sql(step.statement)
+            direct = None if step.params is None else self._driver_sql(step.statement, write=write)
             if direct is not None and step.params is not None:
                 answer = await self._direct_autocommit(direct, step.params, write=write)
             else:
@@ -217,10 +225,14 @@ class AsyncRunner:
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
-    def _driver_sql(self, statement: Executable) -> DriverSql | None:
-        """The statement's SQL for the driver, compiled on first use; ``None``: not direct."""
-        if not self._direct:
+    def _driver_sql(self, statement: Executable, *, write: bool) -> DriverSql | None:
+        """The SQL for the driver of a step in autocommit; ``None``: not run directly."""
+        if not (self._direct if write else self._direct_reads):
             return None
+        return self._compiled_sql(statement)
+
+    def _compiled_sql(self, statement: Executable) -> DriverSql | None:
+        """The statement's SQL for the driver, compiled on first use; ``None``: it cannot be."""
         cached = self._compiled.get(id(statement))
         if cached is None or cached[0] is not statement:
             cached = (statement, compile_for_driver(statement, self._engine.dialect))
@@ -264,9 +276,12 @@ class AsyncRunner:
                 seconds, socket_of = self._watch
                 fd = socket_of(driver)
                 deadline = None if fd is None else arm_socket(seconds, fd)
-            # Connection.execute: psycopg, sqlite3 and aiosqlite all have it.
-            cursor = await driver.execute(text, bound)
-            rows = await cursor.fetchall() if cursor.description is not None else []
+            rows, _, _ = await async_execute(driver, text, bound)
+            if self._mysql_reads:
+                # The read began a transaction; ending it here starts the next read on this
+                # connection from a fresh snapshot (InnoDB keeps a read view until the
+                # transaction ends, and the server's status does not flag a read-only one).
+                await driver.rollback()
             if deadline is not None:
                 deadline.cancel()
             if self._psycopg:
@@ -347,9 +362,9 @@ class AsyncRunner:
 
     def _in_transaction_sql(self, step: Execute) -> DriverSql | None:
         """The step's SQL for the driver, if a transaction runs it there (see __init__)."""
-        if not self._direct_in_transaction or step.params is None or step.lastrowid:
+        if not self._direct_in_transaction or step.params is None:
             return None
-        return self._driver_sql(step.statement)
+        return self._compiled_sql(step.statement)
 
     async def _execute_direct(
         self, connection: AsyncConnection, sql: DriverSql, step: Execute
@@ -363,12 +378,11 @@ class AsyncRunner:
         params = step.params
         try:
             if isinstance(params, Mapping):
-                cursor = await driver.execute(sql.text, sql.bind(params))
-                rows = list(await cursor.fetchall()) if cursor.description is not None else []
+                answer = await async_execute(driver, sql.text, sql.bind(params))
             else:
-                many = cast(Sequence[Mapping[str, Any]], params)
-                cursor = await driver.executemany(sql.text, [sql.bind(p) for p in many])
-                rows = []
-            return Reply(rows, cursor.rowcount)
+                rows = [sql.bind(p) for p in cast(Sequence[Mapping[str, Any]], params)]
+                answer = await async_execute(driver, sql.text, rows, many=True)
+            rows, rowcount, lastrowid = answer
+            return Reply(rows, rowcount, lastrowid if step.lastrowid else None)
         except self._dbapi_error as exc:
             raise self._wrap(exc, invalidated=False) from exc

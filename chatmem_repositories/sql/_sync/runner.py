@@ -34,6 +34,7 @@ from chatmem_repositories.sql._drivers import (
     create_all,
     deadline_of,
     driver_connection,
+    execute,
     invalidate,
 )
 from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_error
@@ -59,6 +60,10 @@ _ERRORS = (sa_exc.SQLAlchemyError, OSError)
 _PSYCOPG = ("psycopg", "psycopg_async")
 _SQLITE = ("pysqlite", "aiosqlite")
 _DIRECT_DRIVERS = (*_PSYCOPG, *_SQLITE)
+# MySQL/MariaDB drivers run the reads directly: in the connection's own transaction, as
+# through SQLAlchemy (no autocommit switching), rolled back right after.
+_DIRECT_READ_DRIVERS = ("pymysql", "mysqldb", "aiomysql")
+_DIRECT_TRANSACTION_DRIVERS = (*_SQLITE, "pymysql", "mysqldb")
 
 
 def _pool_capacity(engine: Engine) -> int | None:
@@ -113,11 +118,14 @@ class Runner:
         self._schema_lock = Lock()
         dialect = engine.dialect
         self._direct = dialect.driver in _DIRECT_DRIVERS
+        self._mysql_reads = dialect.driver in _DIRECT_READ_DRIVERS
+        self._direct_reads = self._direct or self._mysql_reads
         self._psycopg = dialect.driver in _PSYCOPG
-        # SQLite's transactions run their compiled statements on the driver connection too:
-        # no socket, so no deadline to keep, and the driver begins the transaction itself
-        # before the first write, whichever cursor sends it.
-        self._direct_in_transaction = dialect.driver in _SQLITE
+        # SQLite's and the sync MySQL drivers' transactions run their compiled statements on
+        # the driver connection too: no deadline to keep (no socket, or the driver's own
+        # read_timeout), and the driver begins the transaction itself, whichever cursor
+        # sends the first statement.
+        self._direct_in_transaction = dialect.driver in _DIRECT_TRANSACTION_DRIVERS
         self._dbapi_error: type[Exception] = getattr(dialect.loaded_dbapi, "Error", Exception)
         self._watch = deadline_of(engine)
         # Statements built once per plan, compiled once: id -> (statement, its SQL or None).
@@ -179,7 +187,7 @@ class Runner:
                 answer = self._transaction(step.body)
                 continue
             write = isinstance(step, Send)
-            direct = None if step.params is None else self._driver_sql(step.statement)
+            direct = None if step.params is None else self._driver_sql(step.statement, write=write)
             if direct is not None and step.params is not None:
                 answer = self._direct_autocommit(direct, step.params, write=write)
             else:
@@ -219,10 +227,14 @@ class Runner:
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
-    def _driver_sql(self, statement: Executable) -> DriverSql | None:
-        """The statement's SQL for the driver, compiled on first use; ``None``: not direct."""
-        if not self._direct:
+    def _driver_sql(self, statement: Executable, *, write: bool) -> DriverSql | None:
+        """The SQL for the driver of a step in autocommit; ``None``: not run directly."""
+        if not (self._direct if write else self._direct_reads):
             return None
+        return self._compiled_sql(statement)
+
+    def _compiled_sql(self, statement: Executable) -> DriverSql | None:
+        """The statement's SQL for the driver, compiled on first use; ``None``: it cannot be."""
         cached = self._compiled.get(id(statement))
         if cached is None or cached[0] is not statement:
             cached = (statement, compile_for_driver(statement, self._engine.dialect))
@@ -266,9 +278,12 @@ class Runner:
                 seconds, socket_of = self._watch
                 fd = socket_of(driver)
                 deadline = None if fd is None else arm_socket(seconds, fd)
-            # Connection.execute: psycopg, sqlite3 and aiosqlite all have it.
-            cursor = driver.execute(text, bound)
-            rows = cursor.fetchall() if cursor.description is not None else []
+            rows, _, _ = execute(driver, text, bound)
+            if self._mysql_reads:
+                # The read began a transaction; ending it here starts the next read on this
+                # connection from a fresh snapshot (InnoDB keeps a read view until the
+                # transaction ends, and the server's status does not flag a read-only one).
+                driver.rollback()
             if deadline is not None:
                 deadline.cancel()
             if self._psycopg:
@@ -349,9 +364,9 @@ class Runner:
 
     def _in_transaction_sql(self, step: Execute) -> DriverSql | None:
         """The step's SQL for the driver, if a transaction runs it there (see __init__)."""
-        if not self._direct_in_transaction or step.params is None or step.lastrowid:
+        if not self._direct_in_transaction or step.params is None:
             return None
-        return self._driver_sql(step.statement)
+        return self._compiled_sql(step.statement)
 
     def _execute_direct(self, connection: Connection, sql: DriverSql, step: Execute) -> Reply:
         """Run a compiled step on the transaction's driver connection.
@@ -363,12 +378,11 @@ class Runner:
         params = step.params
         try:
             if isinstance(params, Mapping):
-                cursor = driver.execute(sql.text, sql.bind(params))
-                rows = list(cursor.fetchall()) if cursor.description is not None else []
+                answer = execute(driver, sql.text, sql.bind(params))
             else:
-                many = cast(Sequence[Mapping[str, Any]], params)
-                cursor = driver.executemany(sql.text, [sql.bind(p) for p in many])
-                rows = []
-            return Reply(rows, cursor.rowcount)
+                rows = [sql.bind(p) for p in cast(Sequence[Mapping[str, Any]], params)]
+                answer = execute(driver, sql.text, rows, many=True)
+            rows, rowcount, lastrowid = answer
+            return Reply(rows, rowcount, lastrowid if step.lastrowid else None)
         except self._dbapi_error as exc:
             raise self._wrap(exc, invalidated=False) from exc
