@@ -3,11 +3,12 @@
 """Runs a plan's programs on an engine: the SQL repository's only I/O.
 
 Steps in autocommit run on their own connection (a read, or PostgreSQL's one-statement
-append); a transaction runs its body's statements on one connection and commits. On
-PostgreSQL (psycopg) and SQLite, the steps of a turn (statements built once, with
-parameters) are compiled once into SQL text and run on the pooled driver connection: SQLAlchemy's
-execution of them cost more than the database's work. Such a statement keeps everything
-the engine gives the others: the pool, the deadline on its answer, errors wrapped as
+append); a transaction runs its body's statements on one connection and commits. The steps
+of a turn (statements built once, with parameters) are compiled once into SQL text and run
+on the pooled driver connection (reads and PostgreSQL's append on psycopg, SQLite and the
+MySQL drivers; the statements of a transaction on SQLite and the sync MySQL drivers):
+SQLAlchemy's execution of them cost more than the database's work. Such a statement keeps
+everything the engine gives the others: the pool, the deadline on its answer, errors wrapped as
 SQLAlchemy's (so they are retried and mapped alike), a dropped connection discarded. A
 deadlock, a serialization failure or a pooled connection the server dropped runs the step
 again from its start; anything else is mapped to chatmem's errors, with the outcome of a
