@@ -332,7 +332,7 @@ class AsyncRepositoryConformance:
         if not isinstance(repository, AsyncMessageCounter):
             pytest.skip("optional capability: this repository does not count messages")
         assert await repository.count_messages(cid) == 0
-        first = [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
+        first: list[Message] = [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
         await repository.append(cid, first)
         stored = await repository.append(cid, [*first, UserMessage("u2"), AssistantMessage("a2")])
         assert await repository.count_messages(cid) == 5

@@ -301,7 +301,7 @@ class RepositoryConformance:
         if not isinstance(repository, MessageCounter):
             pytest.skip("optional capability: this repository does not count messages")
         assert repository.count_messages(cid) == 0
-        first = [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
+        first: list[Message] = [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
         repository.append(cid, first)
         stored = repository.append(cid, [*first, UserMessage("u2"), AssistantMessage("a2")])
         assert repository.count_messages(cid) == 5
