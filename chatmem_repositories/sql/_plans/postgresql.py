@@ -213,7 +213,7 @@ class PostgresqlPlan(ReturningPlan):
             .returning(m.position)
         )
 
-    def _insert_batch(self, conversation_id: str, batch: Batch, start: int) -> Execute:
+    def _store(self, conversation_id: str, batch: Batch, start: int) -> Body[set[int]]:
         """The transaction's insert, with the rows as one JSON text.
 
         As the one-statement append sends them: one statement text for every batch size,
@@ -230,7 +230,8 @@ class PostgresqlPlan(ReturningPlan):
             ).select_from(incoming)
             self._insert_json = self._insert_from(source)
         params = {"cid": conversation_id, "start": start, "rows": _rows_json(batch)}
-        return Execute(self._insert_json, params)
+        reply = yield Execute(self._insert_json, params)
+        return {int(row[0]) for row in reply.rows}
 
 
 def _incoming() -> Any:

@@ -95,16 +95,12 @@ class ReturningPlan(Plan):
         return statement
 
     def _store(self, conversation_id: str, batch: Batch, start: int) -> Body[set[int]]:
-        """Insert the batch at positions from ``start``; return the positions stored."""
-        reply = yield self._insert_batch(conversation_id, batch, start)
-        return {int(row[0]) for row in reply.rows}
+        """Insert the batch at positions from ``start``; return the positions stored.
 
-    def _insert_batch(self, conversation_id: str, batch: Batch, start: int) -> Execute:
-        """The insert of :meth:`_append`, returning the positions stored.
-
-        The batch goes in at positions from ``start``; ids already stored are skipped.
+        Ids already stored are skipped.
         """
-        return Execute(self._insert_rows(), batch.rows(conversation_id, start))
+        reply = yield Execute(self._insert_rows(), batch.rows(conversation_id, start))
+        return {int(row[0]) for row in reply.rows}
 
     def _insert_rows(self) -> Insert:
         """``INSERT ... ON CONFLICT DO NOTHING RETURNING position``, run as an executemany."""
