@@ -26,17 +26,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import statistics
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import add_destination_arguments, destinations, load_average, timed
 
 from chatmem import (
     AssistantMessage,
@@ -150,40 +151,24 @@ def after_import(concurrency: int) -> Callable[[ChatMemoryLog, IO[str]], int]:
     return run
 
 
-def timed(action: Callable[[], Any]) -> tuple[Any, float]:
-    started = time.perf_counter()
-    result = action()
-    return result, time.perf_counter() - started
-
-
-def load() -> str:
-    return "/".join(f"{value:.1f}" for value in os.getloadavg())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgresql", default=os.environ.get("CHATMEM_TEST_POSTGRESQL_URL"))
-    parser.add_argument("--redis", default=os.environ.get("CHATMEM_TEST_REDIS_URL"))
-    parser.add_argument("--messages", type=int, default=50_000)
-    parser.add_argument("--per-conversation", type=int, default=50)
+    add_destination_arguments(parser)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    destinations = {
-        "postgresql": f"{args.postgresql}?initialize_schema=always" if args.postgresql else None,
-        "redis": args.redis or None,
-    }
+    targets = destinations(args)
     variants: dict[str, Callable[[ChatMemoryLog, IO[str]], int]] = {
         "before": before_import,
         "after, concurrency 1": after_import(1),
         f"after, concurrency {MIGRATE_CONCURRENCY}": after_import(MIGRATE_CONCURRENCY),
     }
     total = args.messages
-    print(f"load average (1/5/15 min) at start: {load()}")
+    print(f"load average (1/5/15 min) at start: {load_average()}")
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "export.jsonl"
         sessions = write_export(path, f"bench-{uuid.uuid4().hex[:8]}", total, args.per_conversation)
         print(f"export: {total} messages in {len(sessions)} conversations")
-        for name, url in destinations.items():
+        for name, url in targets.items():
             if url is None:
                 continue
             first: dict[str, list[float]] = {v: [] for v in variants}
@@ -219,7 +204,7 @@ def main() -> None:
                     f"| {variant} | {f:.2f} | {total / f:,.0f} | {base_first / f:.1f}x | "
                     f"{a:.2f} | {base_again / a:.1f}x |"
                 )
-    print(f"\nload average (1/5/15 min) at the end: {load()}")
+    print(f"\nload average (1/5/15 min) at the end: {load_average()}")
 
 
 if __name__ == "__main__":

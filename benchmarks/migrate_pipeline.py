@@ -28,21 +28,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from itertools import groupby
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sqlalchemy
+from _measure import add_destination_arguments, destinations, load_average, timed
 from migrate_sources import fill
 
 from chatmem import ChatMemoryLog
@@ -109,31 +107,15 @@ def after_import(source: str, concurrency: int) -> Callable[[ChatMemoryLog], int
     return run
 
 
-def timed(action: Callable[[], Any]) -> tuple[Any, float]:
-    started = time.perf_counter()
-    result = action()
-    return result, time.perf_counter() - started
-
-
-def load() -> str:
-    return "/".join(f"{value:.1f}" for value in os.getloadavg())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgresql", default=os.environ.get("CHATMEM_TEST_POSTGRESQL_URL"))
-    parser.add_argument("--redis", default=os.environ.get("CHATMEM_TEST_REDIS_URL"))
-    parser.add_argument("--messages", type=int, default=50_000)
-    parser.add_argument("--per-conversation", type=int, default=50)
+    add_destination_arguments(parser)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-before", action="store_true", help="time only the new pipeline")
     args = parser.parse_args()
-    destinations = {
-        "postgresql": f"{args.postgresql}?initialize_schema=always" if args.postgresql else None,
-        "redis": args.redis or None,
-    }
+    targets = destinations(args)
     tag = f"bench-{uuid.uuid4().hex[:8]}"
-    print(f"load average (1/5/15 min) at start: {load()}")
+    print(f"load average (1/5/15 min) at start: {load_average()}")
     with tempfile.TemporaryDirectory() as directory:
         source = f"sqlite:///{Path(directory) / 'langchain.db'}"
         sessions, _ = fill(source, tag, args.messages, args.per_conversation)
@@ -160,7 +142,7 @@ def main() -> None:
         variants[f"after, concurrency {MIGRATE_CONCURRENCY}"] = after_import(
             source, MIGRATE_CONCURRENCY
         )
-        for name, url in destinations.items():
+        for name, url in targets.items():
             if url is None:
                 continue
             first: dict[str, list[float]] = {v: [] for v in variants}
@@ -198,7 +180,7 @@ def main() -> None:
                     + (f"{base_again / a:.1f}x" if base_again else "-")
                     + " |"
                 )
-    print(f"\nload average (1/5/15 min) at the end: {load()}")
+    print(f"\nload average (1/5/15 min) at the end: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -26,17 +26,17 @@ pipeline before and after side by side, see ``migrate_pipeline.py``. Needs
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _measure import add_destination_arguments, destinations, timed
 from langchain_core import messages as lc
 
 import chatmem.interop.langchain_import  # noqa: F401  (imported before any timing)
@@ -73,12 +73,6 @@ def fill(url: str, tag: str, total: int, size: int) -> tuple[list[str], float]:
     return sessions, time.perf_counter() - started
 
 
-def timed(action: Any) -> tuple[Any, float]:
-    started = time.perf_counter()
-    result = action()
-    return result, time.perf_counter() - started
-
-
 def read_converted(source: str) -> list[ImportedConversation]:
     """Every conversation, converted (a reader defers that until the messages are asked for)."""
     conversations = list(read_source("langchain-sql", source))
@@ -97,15 +91,9 @@ def append_all(conversations: list[ImportedConversation], repository: ChatMemory
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgresql", default=os.environ.get("CHATMEM_TEST_POSTGRESQL_URL"))
-    parser.add_argument("--redis", default=os.environ.get("CHATMEM_TEST_REDIS_URL"))
-    parser.add_argument("--messages", type=int, default=50_000)
-    parser.add_argument("--per-conversation", type=int, default=50)
+    add_destination_arguments(parser)
     args = parser.parse_args()
-    destinations = {
-        "postgresql": f"{args.postgresql}?initialize_schema=always" if args.postgresql else None,
-        "redis": args.redis,
-    }
+    targets = destinations(args)
     tag = f"bench-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as directory:
         source = f"sqlite:///{Path(directory) / 'langchain.db'}"
@@ -122,7 +110,7 @@ def main() -> None:
             "check | append all again | ratio |"
         )
         print("| --- | --- | --- | --- | --- | --- | --- |")
-        for name, url in destinations.items():
+        for name, url in targets.items():
             if url is None:
                 continue
             with create_repository(url) as repository:

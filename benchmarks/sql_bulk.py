@@ -24,7 +24,6 @@ two versions can be run alternately on a shared machine. Usage:
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import uuid
@@ -35,7 +34,9 @@ if "--source" in sys.argv:
     sys.path.insert(0, sys.argv[sys.argv.index("--source") + 1])
 else:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _measure import process_cpu
 from sqlalchemy import event
 
 from chatmem import AssistantMessage, Message, UserMessage
@@ -76,7 +77,7 @@ def main() -> int:
         if not args.append_only:
             _migrate_twice(source, destination, args.messages, args.concurrency)
         destination.find_recent("warm-up", 1)  # connect and create the tables first
-        server_before, client_before = _cpu(backends), time.process_time()
+        server_before, client_before = process_cpu(backends), time.process_time()
         began = time.perf_counter()
         for cid, history in histories.items():
             for start in range(0, len(history), PAGE):
@@ -85,7 +86,7 @@ def main() -> int:
         client = (time.process_time() - client_before) / args.messages * 1e6
         print(f"  append only    {took:7.2f} s  {args.messages / took:9.0f} msg/s")
         if backends:
-            server = (_cpu(backends) - server_before) / args.messages * 1e6
+            server = (process_cpu(backends) - server_before) / args.messages * 1e6
             print(f"  CPU per message: client {client:.1f} us, server {server:.1f} us")
     finally:
         for cid in histories:
@@ -108,18 +109,6 @@ def _record_backends(repository: Any) -> list[int]:
 
     event.listen(engine, "connect", connected)
     return pids
-
-
-def _cpu(pids: list[int]) -> float:
-    """CPU seconds (user + system) the processes used so far; 0 for those not visible."""
-    ticks = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _migrate_twice(source: Any, destination: Any, messages: int, concurrency: int) -> None:

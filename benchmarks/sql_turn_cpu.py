@@ -39,21 +39,11 @@ else:
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _floor_drivers import TEXT, PostgresFloor
+from _measure import process_cpu
 from sqlalchemy import event
 
 from chatmem import AssistantMessage, MessageWindowChatMemory, UserMessage
 from chatmem_repositories import create_repository, redact_url
-
-
-def _cpu(pids: list[int]) -> float:
-    ticks = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
@@ -102,13 +92,13 @@ def main() -> int:
                 turn()  # warm up: connections, prepared statements
         for _ in range(args.rounds):
             for name, (turn, backends) in ways.items():
-                server, client = _cpu(backends()), time.process_time()
+                server, client = process_cpu(backends()), time.process_time()
                 began = time.perf_counter()
                 for _ in range(args.turns):
                     turn()
                 wall = time.perf_counter() - began
                 client = time.process_time() - client
-                server = _cpu(backends()) - server
+                server = process_cpu(backends()) - server
                 results[name].append((wall, client, server))
     finally:
         repository.delete_by_conversation_id(cid)
