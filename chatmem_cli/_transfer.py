@@ -409,7 +409,9 @@ class _Copied:
     read: int = 0
     stored: int = 0
     held: int = 0
-    """Messages in the destination once copied (read back if anything was appended)."""
+    """Messages in the destination: before copying, then as verified if anything was appended."""
+    appended: bool = False
+    """Whether anything was appended (so ``held`` must be counted again to verify)."""
 
 
 def _copy_one(source: ChatMemoryLog, destination: ChatMemoryLog, conversation_id: str) -> _Copied:
@@ -426,7 +428,7 @@ def _copy_one(source: ChatMemoryLog, destination: ChatMemoryLog, conversation_id
         if new:
             copied.stored += len(destination.append(conversation_id, new))
             held.update(message.id for message in new)
-            copied.held = -1  # not known until read back
+            copied.appended = True
     return copied
 
 
@@ -465,7 +467,7 @@ def migrate(
 
     def copy(conversation_id: str) -> _Copied:
         copied = _copy_one(source, destination, conversation_id)
-        if verify and copied.held < 0:
+        if verify and copied.appended:
             if counter is not None:
                 copied.held = counter.count_messages(conversation_id)
             else:
