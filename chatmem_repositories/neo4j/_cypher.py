@@ -22,7 +22,8 @@ so positions and generations never restart while old messages remain.
 
 A conversation's running summary lives on its node (the ``summary_*`` properties). Its write
 is a compare-and-set under the node's write lock, taken before the version is read; a read
-committed MATCH-then-SET alone would let two writers of one version both succeed. Deleting
+committed MATCH-then-SET alone would let two writers of one version both succeed. Its read
+takes the same lock, so its text, position and version come from one write. Deleting
 or expiring the conversation removes the summary in the same transaction, and an append that
 starts a new life (the old one expired) removes it too: a new life starts at version 0.
 
@@ -271,8 +272,16 @@ CALL {{{{
 RETURN count(*) AS deleted
 """
 
+# The read takes the node's write lock too. Read committed isolation gives each property
+# read the latest commit, so a plain read could return one summary's text with the next one's
+# version, and a writer that folds that text into the next version loses an update (seen
+# under concurrent writers). Under the lock no write can commit between the three reads.
 _FIND_SUMMARY = f"""
-MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE} AND c.summary_version IS NOT NULL
+MATCH (l:{{C}} {{{{id: $cid}}}})
+SET l.summary_lock = true
+REMOVE l.summary_lock
+WITH l.id AS locked
+MATCH (c:{{C}} {{{{id: locked}}}}) WHERE {_LIVE} AND c.summary_version IS NOT NULL
 RETURN c.summary_text AS text, c.summary_covers AS covers, c.summary_version AS version
 """
 

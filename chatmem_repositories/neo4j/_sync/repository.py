@@ -387,9 +387,13 @@ class Neo4jChatMemoryRepository:
     # -- summaries ------------------------------------------------------------------------------
 
     def find_summary(self, conversation_id: str) -> ConversationSummary | None:
-        """Return the live conversation's summary, or ``None``."""
+        """Return the live conversation's summary, or ``None``.
+
+        Read under the conversation's write lock, so the text, position and version are
+        those of one write (see ``_cypher``).
+        """
         validate_conversation_id(conversation_id)
-        rows = self._runner.read(
+        rows = self._runner.write(
             "summary read", self._statements.find_summary, {"cid": conversation_id}
         )
         if not rows:
