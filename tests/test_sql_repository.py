@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 import time
@@ -14,7 +15,13 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, event, text
 
-from chatmem import AssistantMessage, MessageWindowChatMemory, SystemMessage, UserMessage
+from chatmem import (
+    AssistantMessage,
+    AsyncMessageWindowChatMemory,
+    MessageWindowChatMemory,
+    SystemMessage,
+    UserMessage,
+)
 from chatmem.conversation_ids import scoped_conversation_id
 from chatmem.exceptions import ConfigurationError, RepositoryError
 from chatmem.testing import ManualClock
@@ -467,6 +474,99 @@ def test_statements_per_turn(repository: SqlChatMemoryRepository, cid: str) -> N
         "mysql": ["INSERT", "INSERT"],  # upsert (counter via LAST_INSERT_ID), INSERT IGNORE
     }
     assert append == expected[repository._backend]
+
+
+def record_mysql_round_trips(engine: Any) -> list[str]:
+    """Record each request a MySQL/MariaDB connection of ``engine`` sends (one round trip each).
+
+    PyMySQL and aiomysql send every statement, statement list, COMMIT and ROLLBACK through
+    their connection's ``_execute_command``; each gets one answer. New connections record
+    their requests' first words (``"SELECT+ROLLBACK"`` for a statement list).
+    """
+    requests: list[str] = []
+    target = getattr(engine, "sync_engine", engine)
+
+    def words(sql: Any) -> str:
+        text = sql.decode() if isinstance(sql, bytes | bytearray) else str(sql)
+        return "+".join(part.split(None, 1)[0].upper().lstrip("(") for part in text.split(";"))
+
+    def recording(_dbapi_connection: Any, record: Any) -> None:
+        driver = record.driver_connection
+        send = driver._execute_command
+        if asyncio.iscoroutinefunction(send):
+
+            async def async_recorded(command: int, sql: Any) -> Any:
+                requests.append(words(sql))
+                return await send(command, sql)
+
+            driver._execute_command = async_recorded
+        else:
+
+            def recorded(command: int, sql: Any) -> Any:
+                requests.append(words(sql))
+                return send(command, sql)
+
+            driver._execute_command = recorded
+
+    event.listen(target, "connect", recording)
+    return requests  # for the connections opened from now on (dispose the engine first)
+
+
+def test_a_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:
+    # The read sends its ROLLBACK in the same packet (the engine allows statement lists);
+    # without it the next read on that connection would keep an old InnoDB snapshot.
+    with SqlChatMemoryRepository.from_url(
+        server_url("mariadb"), table_prefix=PREFIX, initialize_schema="always"
+    ) as repository:
+        memory = MessageWindowChatMemory(repository, max_messages=4)
+        memory.add(cid, [UserMessage("q0"), AssistantMessage("a0")])
+        requests = record_mysql_round_trips(repository._engine)
+        repository._engine.dispose()
+        assert [m.text for m in memory.get(cid)] == ["q0", "a0"]
+        read = list(requests)
+        requests.clear()
+        memory.add(cid, [UserMessage("q1"), AssistantMessage("a1")])
+        append = list(requests)
+        requests.clear()
+        assert [m.text for m in memory.get(cid)] == ["q0", "a0", "q1", "a1"]
+        assert read == ["SELECT+ROLLBACK"], read
+        assert append == ["INSERT", "INSERT", "COMMIT"], append
+        assert requests == ["SELECT+ROLLBACK"], requests  # the fresh read saw the append
+
+
+async def test_an_async_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:
+    async with AsyncSqlChatMemoryRepository.from_url(
+        server_url("mariadb"), table_prefix=PREFIX, initialize_schema="always"
+    ) as repository:
+        memory = AsyncMessageWindowChatMemory(repository, max_messages=4)
+        await memory.add(cid, [UserMessage("q0"), AssistantMessage("a0")])
+        requests = record_mysql_round_trips(repository._engine)
+        await repository._engine.dispose()
+        assert [m.text for m in await memory.get(cid)] == ["q0", "a0"]
+        read = list(requests)
+        requests.clear()
+        await memory.add(cid, [UserMessage("q1"), AssistantMessage("a1")])
+        assert [m.text for m in await memory.get(cid)] == ["q0", "a0", "q1", "a1"]
+        assert read == ["SELECT+ROLLBACK"], read
+
+
+def test_a_mariadb_engine_handed_in_reads_without_statement_lists(cid: str) -> None:
+    # An engine the application made is used as it is: no statement lists, so the read
+    # ends its transaction with a ROLLBACK of its own.
+    engine = create_engine(server_url("mariadb"))
+    try:
+        repository = SqlChatMemoryRepository(
+            engine, table_prefix=PREFIX, initialize_schema="always"
+        )
+        repository.append(cid, [UserMessage("q0")])
+        requests = record_mysql_round_trips(engine)
+        engine.dispose()
+        assert [m.text for m in MessageWindowChatMemory(repository).get(cid)] == ["q0"]
+        # (The application's pool then resets the connection with a ROLLBACK of its own.)
+        assert requests[:2] == ["SELECT", "ROLLBACK"], requests
+        assert not [request for request in requests if "+" in request], requests
+    finally:
+        engine.dispose()
 
 
 def test_a_batch_of_stored_and_new_ids_stores_only_the_new_ones(

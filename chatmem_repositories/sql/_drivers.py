@@ -52,6 +52,7 @@ __all__ = [
     "install_deadlines",
     "invalidate",
     "prepare_owned_engine",
+    "sends_statement_lists",
 ]
 
 # Driver chosen when a URL names none (or a sync-only one for the async repository).
@@ -282,6 +283,35 @@ def prepare_owned_engine(
         install_deadlines(sync, read_timeout.total_seconds(), socket_of)
     if sync.dialect.driver == "aiomysql":
         _bound_aiomysql_connect(sync, connect_timeout.total_seconds())
+    if sync.dialect.driver in _STATEMENT_LIST_DRIVERS:
+        _allow_statement_lists(sync)
+
+
+# MySQL's CLIENT_MULTI_STATEMENTS capability flag (the same bit in every driver's constants).
+_MULTI_STATEMENTS = 1 << 16
+_STATEMENT_LIST_DRIVERS = ("pymysql", "mysqldb", "aiomysql")
+_STATEMENT_LISTS: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _allow_statement_lists(engine: Engine) -> None:
+    """Let the engine's MySQL/MariaDB connections send several statements in one packet.
+
+    A read then ends its transaction in the same round trip (``SELECT ...; ROLLBACK``), and
+    an append's last insert carries its ``COMMIT``. Only for engines the repository owns:
+    every statement it sends binds its values through the driver, so no value is ever
+    read as SQL. The flag is added to the driver's own (SQLAlchemy sets ``FOUND_ROWS``).
+    """
+
+    def with_flag(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+        cparams["client_flag"] = int(cparams.get("client_flag", 0)) | _MULTI_STATEMENTS
+
+    event.listen(engine, "do_connect", with_flag)
+    _STATEMENT_LISTS.add(engine)
+
+
+def sends_statement_lists(engine: Engine | AsyncEngine) -> bool:
+    """Whether :func:`prepare_owned_engine` let ``engine`` send several statements at once."""
+    return core_engine(engine) in _STATEMENT_LISTS
 
 
 def _bound_aiomysql_connect(engine: Engine, seconds: float) -> None:

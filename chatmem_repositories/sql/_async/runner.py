@@ -16,6 +16,7 @@ write that may have been applied reported as unknown.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Executable, MetaData
@@ -35,6 +36,7 @@ from chatmem_repositories.sql._drivers import (
     async_execute,
     async_invalidate,
     deadline_of,
+    sends_statement_lists,
 )
 from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_error
 from chatmem_repositories.sql._plans.steps import (
@@ -119,6 +121,10 @@ class AsyncRunner:
         self._direct = dialect.driver in _DIRECT_DRIVERS
         self._mysql_reads = dialect.driver in _DIRECT_READ_DRIVERS
         self._direct_reads = self._direct or self._mysql_reads
+        # On an engine the repository made, a MySQL/MariaDB read sends its ROLLBACK in the
+        # same packet: one round trip instead of two.
+        self._reads_end_themselves = self._mysql_reads and sends_statement_lists(engine)
+        self._ending: dict[int, DriverSql] = {}
         self._psycopg = dialect.driver in _PSYCOPG
         # SQLite's and the sync MySQL drivers' transactions run their compiled statements on
         # the driver connection too: no deadline to keep (no socket, or the driver's own
@@ -230,7 +236,14 @@ class AsyncRunner:
         """The SQL for the driver of a step in autocommit; ``None``: not run directly."""
         if not (self._direct if write else self._direct_reads):
             return None
-        return self._compiled_sql(statement)
+        sql = self._compiled_sql(statement)
+        if sql is None or write or not self._reads_end_themselves:
+            return sql
+        ending = self._ending.get(id(sql))
+        if ending is None:
+            ending = replace(sql, text=f"{sql.text}; ROLLBACK")
+            self._ending[id(sql)] = ending
+        return ending
 
     def _compiled_sql(self, statement: Executable) -> DriverSql | None:
         """The statement's SQL for the driver, compiled on first use; ``None``: it cannot be."""
@@ -278,7 +291,7 @@ class AsyncRunner:
                 fd = socket_of(driver)
                 deadline = None if fd is None else arm_socket(seconds, fd)
             rows, _, _ = await async_execute(driver, text, bound)
-            if self._mysql_reads:
+            if self._mysql_reads and not self._reads_end_themselves:
                 # The read began a transaction; ending it here starts the next read on this
                 # connection from a fresh snapshot (InnoDB keeps a read view until the
                 # transaction ends, and the server's status does not flag a read-only one).
@@ -289,23 +302,36 @@ class AsyncRunner:
                 await driver.set_autocommit(False)
             return rows
         except self._dbapi_error as exc:
-            expired = deadline is not None and _cancelled_expired(deadline)
-            broken = getattr(driver, "closed", False) or getattr(driver, "broken", False)
-            invalidated = expired or bool(broken)
-            if invalidated:
-                await async_invalidate(connection, exc)
-            if expired and self._watch is not None:
-                timeout = StatementTimeoutError(
-                    f"no answer within {self._watch[0]:g} s; the connection was closed"
-                )
-                raise timeout from exc
-            raise self._wrap(exc, invalidated=invalidated) from exc
+            raise await self._direct_failure(connection, exc, deadline) from exc
         except BaseException as exc:
             # Cancelled or interrupted mid-statement: the connection's state is unknown.
             if deadline is not None:
                 deadline.cancel()
             await async_invalidate(connection, exc)
             raise
+
+    async def _direct_failure(
+        self, connection: PoolProxiedConnection, exc: Exception, deadline: Deadline | None
+    ) -> BaseException:
+        """What a failed direct statement raises; the connection is cleaned up or discarded."""
+        driver: Any = connection.driver_connection
+        expired = deadline is not None and _cancelled_expired(deadline)
+        broken = getattr(driver, "closed", False) or getattr(driver, "broken", False)
+        invalidated = expired or bool(broken)
+        if self._mysql_reads and not invalidated:
+            # A failed read may have begun a transaction (a statement list stops at the
+            # failed statement, before its ROLLBACK): end it, or the connection goes.
+            try:
+                await driver.rollback()
+            except self._dbapi_error:
+                invalidated = True
+        if invalidated:
+            await async_invalidate(connection, exc)
+        if expired and self._watch is not None:
+            return StatementTimeoutError(
+                f"no answer within {self._watch[0]:g} s; the connection was closed"
+            )
+        return self._wrap(exc, invalidated=invalidated)
 
     def _wrap(self, exc: Exception, *, invalidated: bool) -> BaseException:
         """The driver's error as SQLAlchemy raises it, for retrying and mapping alike."""
