@@ -8,6 +8,7 @@ The async source imports ``AsyncEngine``, ``AsyncConnection``, ``async_create_en
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import weakref
 from collections.abc import Callable, Collection, Mapping
@@ -417,12 +418,35 @@ async def async_execute(
     if hasattr(driver, "execute"):
         cursor = await (driver.executemany if many else driver.execute)(text, bound)
         return await _answer_of(cursor)
-    cursor = await driver.cursor()
+    cursor = await (
+        driver.cursor(_quiet_aiomysql_cursor()) if _aiomysql(driver) else driver.cursor()
+    )
     try:
         await (cursor.executemany if many else cursor.execute)(text, bound)
         return await _answer_of(cursor)
     finally:
         await cursor.close()
+
+
+def _aiomysql(driver: Any) -> bool:
+    return type(driver).__module__.startswith("aiomysql.")
+
+
+@functools.cache
+def _quiet_aiomysql_cursor() -> type[Any]:
+    """The aiomysql cursor, without the warnings check that SQLAlchemy's adapter turns off too.
+
+    aiomysql asks ``SHOW WARNINGS`` after any statement the server warned about (an
+    ``INSERT IGNORE`` that skipped a stored id: one more round trip) and re-raises each as
+    a Python warning.
+    """
+    import aiomysql
+
+    class QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
+        async def _show_warnings(self, conn: Any) -> None:
+            return None
+
+    return QuietCursor
 
 
 async def _answer_of(cursor: Any) -> tuple[list[Any], int, int | None]:

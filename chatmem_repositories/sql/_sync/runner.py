@@ -66,7 +66,7 @@ _DIRECT_DRIVERS = (*_PSYCOPG, *_SQLITE)
 # MySQL/MariaDB drivers run the reads directly: in the connection's own transaction, as
 # through SQLAlchemy (no autocommit switching), rolled back right after.
 _DIRECT_READ_DRIVERS = ("pymysql", "mysqldb", "aiomysql")
-_DIRECT_TRANSACTION_DRIVERS = (*_SQLITE, "pymysql", "mysqldb")
+_DIRECT_TRANSACTION_DRIVERS = (*_SQLITE, "pymysql", "mysqldb", "aiomysql")
 
 
 def _pool_capacity(engine: Engine) -> int | None:
@@ -128,10 +128,10 @@ class Runner:
         self._reads_end_themselves = self._mysql_reads and sends_statement_lists(engine)
         self._ending: dict[int, DriverSql] = {}
         self._psycopg = dialect.driver in _PSYCOPG
-        # SQLite's and the sync MySQL drivers' transactions run their compiled statements on
-        # the driver connection too: no deadline to keep (no socket, or the driver's own
-        # read_timeout), and the driver begins the transaction itself, whichever cursor
-        # sends the first statement.
+        # SQLite's and the MySQL drivers' transactions run their compiled statements on the
+        # driver connection too (aiomysql's under the engine's deadline, armed per statement as
+        # for the reads; the others have no socket or their own read_timeout), and the driver
+        # begins the transaction itself, whichever cursor sends the first statement.
         self._direct_in_transaction = dialect.driver in _DIRECT_TRANSACTION_DRIVERS
         self._dbapi_error: type[Exception] = getattr(dialect.loaded_dbapi, "Error", Exception)
         self._watch = deadline_of(engine)
@@ -288,10 +288,7 @@ class Runner:
         try:
             if self._psycopg:
                 driver.set_autocommit(True)
-            if self._watch is not None:
-                seconds, socket_of = self._watch
-                fd = socket_of(driver)
-                deadline = None if fd is None else arm_socket(seconds, fd)
+            deadline = self._arm(driver)
             rows, _, _ = execute(driver, text, bound)
             if self._mysql_reads and not self._reads_end_themselves:
                 # The read began a transaction; ending it here starts the next read on this
@@ -329,11 +326,22 @@ class Runner:
                 invalidated = True
         if invalidated:
             invalidate(connection, exc)
-        if expired and self._watch is not None:
-            return StatementTimeoutError(
-                f"no answer within {self._watch[0]:g} s; the connection was closed"
-            )
+        if expired:
+            return self._timeout()
         return self._wrap(exc, invalidated=invalidated)
+
+    def _arm(self, driver: Any) -> Deadline | None:
+        """Start the engine's deadline on the driver connection's socket, if it has one."""
+        if self._watch is None:
+            return None
+        seconds, socket_of = self._watch
+        fd = socket_of(driver)
+        return None if fd is None else arm_socket(seconds, fd)
+
+    def _timeout(self) -> StatementTimeoutError:
+        """The error of a statement whose deadline passed (its connection was closed)."""
+        seconds = 0.0 if self._watch is None else self._watch[0]
+        return StatementTimeoutError(f"no answer within {seconds:g} s; the connection was closed")
 
     def _wrap(self, exc: Exception, *, invalidated: bool) -> BaseException:
         """The driver's error as SQLAlchemy raises it, for retrying and mapping alike."""
@@ -403,13 +411,26 @@ class Runner:
         """
         driver: Any = driver_connection(connection)
         params = step.params
+        deadline = self._arm(driver)
         try:
             if isinstance(params, Mapping):
                 answer = execute(driver, sql.text, sql.bind(params))
             else:
                 rows = [sql.bind(p) for p in cast(Sequence[Mapping[str, Any]], params)]
                 answer = execute(driver, sql.text, rows, many=True)
+            if deadline is not None:
+                deadline.cancel()
             rows, rowcount, lastrowid = answer
             return Reply(rows, rowcount, lastrowid if step.lastrowid else None)
         except self._dbapi_error as exc:
+            if deadline is not None and _cancelled_expired(deadline):
+                # The deadline shut the socket: the transaction is gone with the connection.
+                connection.invalidate(exc)
+                raise self._timeout() from exc
             raise self._wrap(exc, invalidated=False) from exc
+        except BaseException as exc:
+            # Cancelled or interrupted mid-statement: the connection's state is unknown.
+            if deadline is not None:
+                deadline.cancel()
+            connection.invalidate(exc)
+            raise
