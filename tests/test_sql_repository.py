@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import sys
 import threading
 import time
@@ -18,6 +20,7 @@ from sqlalchemy import create_engine, event, text
 from chatmem import (
     AssistantMessage,
     AsyncMessageWindowChatMemory,
+    Message,
     MessageWindowChatMemory,
     SystemMessage,
     UserMessage,
@@ -306,6 +309,23 @@ def test_a_write_holds_no_lock_the_next_conversation_waits_for(url: str, holder:
             clock.advance(1.5)
         other.append(second, [UserMessage(f"b{i}") for i in range(3)])
         event.listen(holding._engine, "after_cursor_execute", pause)
+        if holding._engine.dialect.driver == "pymysql":
+            # A transaction of compiled statements runs on PyMySQL's cursors, past
+            # SQLAlchemy's events: its connections pause in their cursors instead.
+            import pymysql.cursors
+
+            class Pausing(pymysql.cursors.Cursor):
+                def execute(self, query: Any, args: Any = None) -> Any:
+                    result = super().execute(query, args)
+                    text = query.decode() if isinstance(query, bytes | bytearray) else str(query)
+                    pause(None, self, text, args)
+                    return result
+
+            def pausing(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.cursorclass = Pausing
+
+            event.listen(holding._engine, "connect", pausing)
+            holding._engine.dispose()
         thread = threading.Thread(target=run_holder)
         thread.start()
         try:
@@ -532,6 +552,46 @@ def test_a_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:
         assert read == ["SELECT+ROLLBACK"], read
         assert append == ["INSERT", "INSERT", "COMMIT"], append
         assert requests == ["SELECT+ROLLBACK"], requests  # the fresh read saw the append
+
+
+async def test_cancelled_async_appends_store_whole_batches_and_free_their_connections(
+    url: str, cid: str
+) -> None:
+    # Appends cancelled at every stage (waiting for a connection, mid-statement, during the
+    # commit): each batch is stored whole or not at all, and every connection comes back,
+    # so more appends than the pool holds still go through afterwards.
+    async with AsyncSqlChatMemoryRepository.from_url(
+        f"{url}{'&' if '?' in url else '?'}pool_size=2",
+        table_prefix=PREFIX,
+        initialize_schema="always",
+    ) as repository:
+        await repository.append(cid, [UserMessage("first")])  # the tables exist from here
+        batches = []
+        for n in range(40):
+            batch: list[Message] = [UserMessage(f"q{n}"), AssistantMessage(f"a{n}")]
+            batches.append(batch)
+            task = asyncio.create_task(repository.append(cid, batch))
+            await asyncio.sleep(0.0002 * (n % 8))
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if url.startswith("sqlite:///"):
+            # No cancelled append kept SQLite's write lock: a writer that never waits gets it.
+            probe = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0)
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.execute("ROLLBACK")
+            finally:
+                probe.close()
+        for n in range(6):
+            await repository.append(cid, [UserMessage(f"after {n}")])
+        stored = {stored.message.id for stored in await repository.find_recent(cid, 1000)}
+        for batch in batches:
+            kept = [message.id in stored for message in batch]
+            assert kept in ([True, True], [False, False]), kept
+        assert {f"after {n}" for n in range(6)} <= {
+            stored.message.text for stored in await repository.find_recent(cid, 6)
+        }
 
 
 async def test_an_async_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:

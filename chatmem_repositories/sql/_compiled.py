@@ -19,7 +19,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["DriverSql", "compile_for_driver"]
+__all__ = ["DriverSql", "compile_for_driver", "compile_with_values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +59,31 @@ def compile_for_driver(statement: Executable, dialect: Dialect) -> DriverSql | N
     Statements whose text depends on their values (expanding ``IN``, post-compile limits)
     stay with SQLAlchemy.
     """
+    compiled = _compiled(statement, dialect)
+    if compiled is None:
+        return None
+    defaults = {
+        name: value
+        for name, value in compiled.construct_params(_check=False).items()
+        if value is not None
+    }
+    return _driver_sql(compiled, defaults)
+
+
+def compile_with_values(statement: Executable, dialect: Dialect) -> DriverSql | None:
+    """Compile a statement built with its values (no ``bindparam``) for the driver, or ``None``.
+
+    For the rare statements of a transaction that runs on the driver's connection: compiled
+    on every use (SQLAlchemy's cache is not consulted), every value bound as the statement
+    holds it, ``None`` included.
+    """
+    compiled = _compiled(statement, dialect)
+    if compiled is None:
+        return None
+    return _driver_sql(compiled, compiled.construct_params(_check=False))
+
+
+def _compiled(statement: Executable, dialect: Dialect) -> SQLCompiler | None:
     if not isinstance(statement, ClauseElement):
         return None
     compiled = statement.compile(dialect=dialect)
@@ -66,15 +91,15 @@ def compile_for_driver(statement: Executable, dialect: Dialect) -> DriverSql | N
         return None
     if any(param.expanding for param in compiled.binds.values()):
         return None
+    return compiled
+
+
+def _driver_sql(compiled: SQLCompiler, defaults: Mapping[str, Any]) -> DriverSql:
     processors = getattr(compiled, "_bind_processors", {})
     positional = compiled.positiontup if compiled.positional else None
     return DriverSql(
         text=compiled.string,
-        defaults={
-            name: value
-            for name, value in compiled.construct_params(_check=False).items()
-            if value is not None
-        },
+        defaults=defaults,
         processors=tuple(processors.items()),
         positional=None if positional is None else tuple(positional),
     )

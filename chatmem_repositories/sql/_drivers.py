@@ -323,7 +323,16 @@ def _bound_aiomysql_connect(engine: Engine, seconds: float) -> None:
     import aiomysql
 
     async def connect(*args: Any, **kwargs: Any) -> Any:
-        return await asyncio.wait_for(aiomysql.connect(*args, **kwargs), seconds)
+        # What aiomysql.connect does, but a connection cancelled (or out of time) during its
+        # handshake is closed: aiomysql closes a half-open one only on an Exception, so a
+        # cancelled caller left its socket open.
+        connection = aiomysql.Connection(*args, **kwargs)
+        try:
+            await asyncio.wait_for(connection._connect(), seconds)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     def bounded(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
         cparams.setdefault("async_creator_fn", connect)

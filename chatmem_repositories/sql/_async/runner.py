@@ -15,9 +15,11 @@ write that may have been applied reported as unknown.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from dataclasses import replace
-from typing import Any, TypeVar, cast
+from functools import partial
+from typing import Any, TypeVar
 
 from sqlalchemy import Executable, MetaData
 from sqlalchemy import exc as sa_exc
@@ -25,7 +27,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from chatmem.backend import AsyncLock, AsyncSemaphore
 from chatmem_repositories._deadline import Deadline, arm_socket
-from chatmem_repositories.sql._compiled import DriverSql, compile_for_driver
+from chatmem_repositories.sql._compiled import DriverSql, compile_for_driver, compile_with_values
 from chatmem_repositories.sql._drivers import (
     AsyncConnection,
     AsyncEngine,
@@ -131,6 +133,7 @@ class AsyncRunner:
         # for the reads; the others have no socket or their own read_timeout), and the driver
         # begins the transaction itself, whichever cursor sends the first statement.
         self._direct_in_transaction = dialect.driver in _DIRECT_TRANSACTION_DRIVERS
+        self._in_process = dialect.driver in _SQLITE
         self._dbapi_error: type[Exception] = getattr(dialect.loaded_dbapi, "Error", Exception)
         self._watch = deadline_of(engine)
         # Statements built once per plan, compiled once: id -> (statement, its SQL or None).
@@ -189,7 +192,10 @@ class AsyncRunner:
                 result: T = done.value
                 return result
             if isinstance(step, Transaction):
-                answer = await self._transaction(step.body)
+                if step.direct and self._direct_in_transaction:
+                    answer = await self._direct_transaction(step.body)
+                else:
+                    answer = await self._transaction(step.body)
                 continue
             write = isinstance(step, Send)
             direct = None if step.params is None else self._driver_sql(step.statement, write=write)
@@ -388,7 +394,8 @@ class AsyncRunner:
                 except sa_exc.IntegrityError:
                     answer = False
             elif (direct := self._in_transaction_sql(step)) is not None:
-                answer = await self._execute_direct(connection, direct, step)
+                driver = await async_driver_connection(connection)
+                answer = await self._execute_direct(driver, direct, step, connection.invalidate)
             else:
                 executed = await connection.execute(step.statement, step.params)
                 rows = list(executed.all()) if executed.returns_rows else []
@@ -402,21 +409,25 @@ class AsyncRunner:
         return self._compiled_sql(step.statement)
 
     async def _execute_direct(
-        self, connection: AsyncConnection, sql: DriverSql, step: Execute
+        self,
+        driver: Any,
+        sql: DriverSql,
+        step: Execute,
+        discard: Callable[[BaseException], Awaitable[None]],
     ) -> Reply:
-        """Run a compiled step on the transaction's driver connection.
+        """Run a compiled step on a transaction's driver connection, under the deadline.
 
         A list of parameters runs it as an executemany. Driver errors are raised as
-        SQLAlchemy wraps them, so the transaction retries and maps them alike.
+        SQLAlchemy wraps them, so the transaction retries and maps them alike; ``discard``
+        drops the connection when its state is unknown.
         """
-        driver: Any = await async_driver_connection(connection)
         params = step.params
         deadline = self._arm(driver)
         try:
-            if isinstance(params, Mapping):
-                answer = await async_execute(driver, sql.text, sql.bind(params))
+            if params is None or isinstance(params, Mapping):
+                answer = await async_execute(driver, sql.text, sql.bind(params or {}))
             else:
-                rows = [sql.bind(p) for p in cast(Sequence[Mapping[str, Any]], params)]
+                rows = [sql.bind(p) for p in params]
                 answer = await async_execute(driver, sql.text, rows, many=True)
             if deadline is not None:
                 deadline.cancel()
@@ -425,12 +436,98 @@ class AsyncRunner:
         except self._dbapi_error as exc:
             if deadline is not None and _cancelled_expired(deadline):
                 # The deadline shut the socket: the transaction is gone with the connection.
-                await connection.invalidate(exc)
+                await discard(exc)
                 raise self._timeout() from exc
             raise self._wrap(exc, invalidated=False) from exc
         except BaseException as exc:
-            # Cancelled or interrupted mid-statement: the connection's state is unknown.
             if deadline is not None:
                 deadline.cancel()
-            await connection.invalidate(exc)
+            # Cancelled or interrupted mid-statement: a network connection's state is
+            # unknown. SQLite's statement finishes in its own time (aiosqlite's thread) and
+            # the transaction's rollback waits for it; a discarded connection would keep its
+            # write lock until collected.
+            if not self._in_process:
+                await discard(exc)
+            raise
+
+    async def _direct_transaction(self, body: Callable[[], Body[T]]) -> T:
+        """Run a direct transaction (see ``Transaction``) on a pooled driver connection.
+
+        Spares SQLAlchemy's connection and transaction objects (and, async, their hops
+        into a greenlet): the driver begins the transaction with the first statement, and
+        the commit goes from here, under the same deadline as each statement.
+        """
+        attempt = 0
+        maybe_applied = False  # as in _transaction
+        while True:
+            attempt += 1
+            committing = False
+            try:
+                try:
+                    connection = await async_checkout(self._engine)
+                except self._dbapi_error as exc:
+                    raise self._wrap(exc, invalidated=False) from exc
+                try:
+                    driver: Any = connection.driver_connection
+                    discard = partial(async_invalidate, connection)
+                    try:
+                        result = await self._run_direct_body(driver, body(), discard)
+                        committing = True
+                        await self._end_direct(driver, discard, commit=True)
+                    except BaseException:
+                        if not committing and connection.is_valid:
+                            await self._end_direct(driver, discard, commit=False)
+                        raise
+                    return result
+                finally:
+                    await async_checkin(connection)
+            except _ERRORS as exc:
+                maybe_applied = maybe_applied or committing
+                if not _should_retry(exc, attempt):
+                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+
+    async def _run_direct_body(
+        self, driver: Any, body: Body[T], discard: Callable[[BaseException], Awaitable[None]]
+    ) -> T:
+        answer: Any = None
+        while True:
+            try:
+                step = body.send(answer)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+            if not isinstance(step, Execute):
+                raise TypeError(f"a direct transaction runs statements only, not {step!r}")
+            sql = self._in_transaction_sql(step)
+            if sql is None:  # a statement built with its values: compiled for this use
+                sql = compile_with_values(step.statement, self._engine.dialect)
+            if sql is None:
+                raise TypeError(f"a direct transaction cannot run {step.statement}")
+            answer = await self._execute_direct(driver, sql, step, discard)
+
+    async def _end_direct(
+        self, driver: Any, discard: Callable[[BaseException], Awaitable[None]], *, commit: bool
+    ) -> None:
+        """Commit or roll back a direct transaction, under the deadline."""
+        deadline = self._arm(driver)
+        try:
+            await (driver.commit() if commit else driver.rollback())
+            if deadline is not None:
+                deadline.cancel()
+        except self._dbapi_error as exc:
+            expired = deadline is not None and _cancelled_expired(deadline)
+            if self._in_process and commit:
+                # SQLite keeps the transaction (and its write lock) after a failed commit.
+                with suppress(self._dbapi_error):
+                    await driver.rollback()
+                raise self._wrap(exc, invalidated=False) from exc
+            await discard(exc)  # its state is unknown: the pool opens a new one
+            if expired:
+                raise self._timeout() from exc
+            raise self._wrap(exc, invalidated=True) from exc
+        except BaseException as exc:
+            if deadline is not None:
+                deadline.cancel()
+            if not self._in_process:
+                await discard(exc)
             raise

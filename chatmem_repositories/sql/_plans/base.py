@@ -128,8 +128,12 @@ class Plan:
     ) -> Program[list[StoredMessage]]:
         """Store the batch's messages not stored yet, in one transaction."""
         body = partial(self._append, conversation_id, batch, now, expires_at)
-        stored: list[StoredMessage] = yield Transaction(body)
+        stored: list[StoredMessage] = yield Transaction(body, direct=self._direct_append(batch))
         return stored
+
+    def _direct_append(self, batch: Batch) -> bool:
+        """Whether :meth:`_append` of this batch is a direct transaction (see ``Transaction``)."""
+        return False
 
     def _append(
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None

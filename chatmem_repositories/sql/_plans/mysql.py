@@ -90,6 +90,11 @@ class MysqlPlan(Plan):
             )
         return self._window
 
+    def _direct_append(self, batch: Batch) -> bool:
+        # Up to INSERT_CHUNK messages, every statement is one built once with bound
+        # parameters or a rare repair, and the body reads only positions back.
+        return len(batch) <= INSERT_CHUNK
+
     def _append(
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
     ) -> Body[list[StoredMessage]]:

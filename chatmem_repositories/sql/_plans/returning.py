@@ -35,6 +35,11 @@ class ReturningPlan(Plan):
         """Return the dialect's ``insert(table)`` (the one with ``on_conflict_do_*``)."""
         raise NotImplementedError
 
+    def _direct_append(self, batch: Batch) -> bool:
+        # Up to INSERT_CHUNK messages, every statement is one built once with bound
+        # parameters or a rare repair, and the body reads only positions back.
+        return len(batch) <= INSERT_CHUNK
+
     def _append(
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
     ) -> Body[list[StoredMessage]]:

@@ -128,9 +128,14 @@ class Transaction(Generic[T]):
     Attributes:
         body: Makes the body's program; called again for every attempt (a deadlock or a
             dropped pooled connection runs the whole transaction again).
+        direct: The body yields only :class:`Execute` and reads only integers from the rows
+            it gets back, so a runner may run it on the driver's connection, its own BEGIN
+            and COMMIT included: the rows are then the driver's, not converted by column
+            type.
     """
 
     body: Callable[[], Body[T]]
+    direct: bool = False
 
 
 Program = Generator[Query | Send | Transaction[Any], Any, T]
