@@ -442,15 +442,24 @@ class Runner:
                 raise self._timeout() from exc
             raise self._wrap(exc, invalidated=False) from exc
         except BaseException as exc:
-            if deadline is not None:
-                deadline.cancel()
-            # Cancelled or interrupted mid-statement: a network connection's state is
-            # unknown. SQLite's statement finishes in its own time (aiosqlite's thread) and
-            # the transaction's rollback waits for it; a discarded connection would keep its
-            # write lock until collected.
-            if not self._in_process:
-                discard(exc)
+            self._interrupted(deadline, discard, exc)
             raise
+
+    def _interrupted(
+        self,
+        deadline: Deadline | None,
+        discard: Callable[[BaseException], None],
+        exc: BaseException,
+    ) -> None:
+        """Clean up after a statement or commit cancelled or interrupted midway."""
+        if deadline is not None:
+            deadline.cancel()
+        # A network connection's state is unknown (its reply may still come). SQLite's
+        # statement finishes in its own time (aiosqlite's thread) and the transaction's
+        # rollback waits for it; a discarded connection would keep its write lock until
+        # collected.
+        if not self._in_process:
+            discard(exc)
 
     def _direct_transaction(self, body: Callable[[], Body[T]]) -> T:
         """Run a direct transaction (see ``Transaction``) on a pooled driver connection.
@@ -528,8 +537,5 @@ class Runner:
                 raise self._timeout() from exc
             raise self._wrap(exc, invalidated=True) from exc
         except BaseException as exc:
-            if deadline is not None:
-                deadline.cancel()
-            if not self._in_process:
-                discard(exc)
+            self._interrupted(deadline, discard, exc)
             raise
