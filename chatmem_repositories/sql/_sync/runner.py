@@ -487,7 +487,10 @@ class Runner:
                         self._end_direct(driver, discard, commit=True)
                     except BaseException:
                         if not committing and connection.is_valid:
-                            self._end_direct(driver, discard, commit=False)
+                            # The body's error is the one to report; a rollback that failed
+                            # has discarded the connection.
+                            with suppress(*_ERRORS):
+                                self._end_direct(driver, discard, commit=False)
                         raise
                     return result
                 finally:
