@@ -259,6 +259,13 @@ class AsyncRunner:
             self._compiled[id(statement)] = cached
         return cached[1]
 
+    async def _checkout(self) -> PoolProxiedConnection:
+        """A pooled connection for a direct step; a driver error raised as SQLAlchemy's."""
+        try:
+            return await async_checkout(self._engine)
+        except self._dbapi_error as exc:
+            raise self._wrap(exc, invalidated=False) from exc
+
     async def _direct_autocommit(
         self, sql: DriverSql, params: Mapping[str, Any], *, write: bool
     ) -> list[Any]:
@@ -270,10 +277,7 @@ class AsyncRunner:
             attempt += 1
             sent = False
             try:
-                try:
-                    connection = await async_checkout(self._engine)
-                except self._dbapi_error as exc:
-                    raise self._wrap(exc, invalidated=False) from exc
+                connection = await self._checkout()
                 try:
                     sent = write
                     rows: list[Any] = await self._run_direct(connection, sql.text, bound)
@@ -472,10 +476,7 @@ class AsyncRunner:
             attempt += 1
             committing = False
             try:
-                try:
-                    connection = await async_checkout(self._engine)
-                except self._dbapi_error as exc:
-                    raise self._wrap(exc, invalidated=False) from exc
+                connection = await self._checkout()
                 try:
                     driver: Any = connection.driver_connection
                     discard = partial(async_invalidate, connection)

@@ -261,6 +261,13 @@ class Runner:
             self._compiled[id(statement)] = cached
         return cached[1]
 
+    def _checkout(self) -> PoolProxiedConnection:
+        """A pooled connection for a direct step; a driver error raised as SQLAlchemy's."""
+        try:
+            return checkout(self._engine)
+        except self._dbapi_error as exc:
+            raise self._wrap(exc, invalidated=False) from exc
+
     def _direct_autocommit(
         self, sql: DriverSql, params: Mapping[str, Any], *, write: bool
     ) -> list[Any]:
@@ -272,10 +279,7 @@ class Runner:
             attempt += 1
             sent = False
             try:
-                try:
-                    connection = checkout(self._engine)
-                except self._dbapi_error as exc:
-                    raise self._wrap(exc, invalidated=False) from exc
+                connection = self._checkout()
                 try:
                     sent = write
                     rows: list[Any] = self._run_direct(connection, sql.text, bound)
@@ -474,10 +478,7 @@ class Runner:
             attempt += 1
             committing = False
             try:
-                try:
-                    connection = checkout(self._engine)
-                except self._dbapi_error as exc:
-                    raise self._wrap(exc, invalidated=False) from exc
+                connection = self._checkout()
                 try:
                     driver: Any = connection.driver_connection
                     discard = partial(invalidate, connection)
