@@ -361,6 +361,27 @@ def test_a_retry_takes_live_copies_of_another_life_into_this_one(url: str, prefi
         assert repository.find_recent(cid, 5) == first  # where they were
 
 
+def test_appends_after_a_retry_that_adopted_its_batch_come_after_it(url: str, prefix: str) -> None:
+    # A delete racing an append can remove the conversation document and leave that append's
+    # messages, live, at their positions. The retry that re-creates the document adopts them
+    # and finds its batch stored; the counter must still pass them, or the next append would
+    # be positioned (and read) before messages acknowledged earlier.
+    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+        cid = f"adopted-{uuid.uuid4()}"
+        for n in range(4):
+            repository.append(cid, [UserMessage(f"u{n}"), AssistantMessage(f"a{n}")])
+        last = [UserMessage("u4"), AssistantMessage("a4")]
+        repository.append(cid, last)
+        # The delete: the messages it found, then the document; the last batch landed between.
+        repository._messages.delete_many({"conversation_id": cid, "text": {"$nin": ["u4", "a4"]}})
+        repository._conversations.delete_one({"_id": cid})
+        assert repository.append(cid, last) == []  # stored already: they join this life
+        repository.append(cid, [UserMessage("after")])
+        texts = [m.text for m in repository.find_by_conversation_id(cid)]
+        assert texts == ["u4", "a4", "after"]
+        assert [s.message.text for s in repository.find_recent(cid, 2)] == ["a4", "after"]  # type: ignore[union-attr]
+
+
 def test_delete_before_keeps_what_stays_of_a_batch_readable(url: str, prefix: str) -> None:
     with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as repository:
         cid = f"cut-{uuid.uuid4()}"

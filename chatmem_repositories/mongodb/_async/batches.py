@@ -256,6 +256,11 @@ class AsyncBatches:
         )
         return 0 if newest is None else int(newest["position"])
 
+    async def _raise_counter(self, conversation_id: str, position: int) -> None:
+        await self._conversations.update_one(
+            {"_id": conversation_id}, {"$max": {"last_position": position}}
+        )
+
     async def _settle(
         self, conversation_id: str, gen: Any, batch: list[Message]
     ) -> tuple[set[str], set[str]]:
@@ -347,10 +352,7 @@ class AsyncBatches:
                 pending = [m for m in pending if m.id not in stored]
                 continue
             if moved:
-                await self._conversations.update_one(
-                    {"_id": conversation_id},
-                    {"$max": {"last_position": position + len(pending) - 1}},
-                )
+                await self._raise_counter(conversation_id, position + len(pending) - 1)
             return [StoredMessage(position + i, m) for i, m in enumerate(pending)]
         raise RepositoryError(
             f"could not store messages of conversation {conversation_id!r}: "
@@ -379,8 +381,11 @@ class AsyncBatches:
                     conversation_id, gen, before, wipe=replace
                 )
                 if moved:
-                    # Adopted messages keep their positions; these go after them.
+                    # Adopted messages keep their positions; these go after them, and the
+                    # counter passes them now: the batch may turn out to be stored already
+                    # (a retry), and later appends must still be positioned after them.
                     first = await self._max_position(conversation_id) + 1
+                    await self._raise_counter(conversation_id, first + len(batch) - 1)
                 stored = await self._insert(
                     conversation_id, gen, expires_at, batch, first, moved=moved
                 )

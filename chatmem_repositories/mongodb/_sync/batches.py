@@ -254,6 +254,11 @@ class Batches:
         )
         return 0 if newest is None else int(newest["position"])
 
+    def _raise_counter(self, conversation_id: str, position: int) -> None:
+        self._conversations.update_one(
+            {"_id": conversation_id}, {"$max": {"last_position": position}}
+        )
+
     def _settle(
         self, conversation_id: str, gen: Any, batch: list[Message]
     ) -> tuple[set[str], set[str]]:
@@ -345,10 +350,7 @@ class Batches:
                 pending = [m for m in pending if m.id not in stored]
                 continue
             if moved:
-                self._conversations.update_one(
-                    {"_id": conversation_id},
-                    {"$max": {"last_position": position + len(pending) - 1}},
-                )
+                self._raise_counter(conversation_id, position + len(pending) - 1)
             return [StoredMessage(position + i, m) for i, m in enumerate(pending)]
         raise RepositoryError(
             f"could not store messages of conversation {conversation_id!r}: "
@@ -373,8 +375,11 @@ class Batches:
                 first, gen, before = self._reserve(conversation_id, len(batch), now, expires_at)
                 moved = self._expiry.clear_previous_life(conversation_id, gen, before, wipe=replace)
                 if moved:
-                    # Adopted messages keep their positions; these go after them.
+                    # Adopted messages keep their positions; these go after them, and the
+                    # counter passes them now: the batch may turn out to be stored already
+                    # (a retry), and later appends must still be positioned after them.
                     first = self._max_position(conversation_id) + 1
+                    self._raise_counter(conversation_id, first + len(batch) - 1)
                 stored = self._insert(conversation_id, gen, expires_at, batch, first, moved=moved)
                 if self._expiry.checks_purges:
                     self._expiry.confirm(conversation_id, gen)
