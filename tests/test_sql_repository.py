@@ -594,6 +594,26 @@ async def test_cancelled_async_appends_store_whole_batches_and_free_their_connec
         }
 
 
+async def test_a_first_call_cancelled_while_connecting_raises_cancelled_error(
+    url: str, cid: str
+) -> None:
+    # The first call of a repository connects (the dialect reads the server's settings) and
+    # creates the tables. SQLAlchemy's asyncio layer can turn a cancellation that lands there
+    # into another error (a closed connection, NotImplementedError); the caller, and
+    # asyncio.timeout, must see CancelledError, and the repository must work afterwards.
+    for n in range(12):
+        async with AsyncSqlChatMemoryRepository.from_url(
+            url, table_prefix=PREFIX, initialize_schema="always"
+        ) as repository:
+            task = asyncio.create_task(repository.append(cid, [UserMessage(f"cancelled {n}")]))
+            await asyncio.sleep(0.002 * n)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            stored = await repository.append(cid, [UserMessage(f"after {n}")])
+            assert [s.message.text for s in stored] == [f"after {n}"]
+
+
 async def test_an_async_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:
     async with AsyncSqlChatMemoryRepository.from_url(
         server_url("mariadb"), table_prefix=PREFIX, initialize_schema="always"

@@ -34,6 +34,7 @@ __all__ = [
     "Connection",
     "Engine",
     "Watch",
+    "async_cancelled_or",
     "async_checkin",
     "async_checkout",
     "async_create_all",
@@ -41,6 +42,7 @@ __all__ = [
     "async_driver_connection",
     "async_execute",
     "async_invalidate",
+    "cancelled_or",
     "checkin",
     "checkout",
     "core_engine",
@@ -379,6 +381,41 @@ _WATCHES: weakref.WeakKeyDictionary[Engine, Watch] = weakref.WeakKeyDictionary()
 def deadline_of(engine: Engine | AsyncEngine) -> Watch | None:
     """Return the deadline :func:`install_deadlines` put on ``engine``, or ``None``."""
     return _WATCHES.get(core_engine(engine))
+
+
+def async_cancelled_or(exc: Exception) -> BaseException:
+    """What an async call that failed with ``exc`` raises: ``CancelledError`` if cancelled.
+
+    SQLAlchemy's asyncio layer can turn a cancellation that lands in its greenlet (while the
+    pool connects and the dialect reads the server's settings, or while a connection is
+    closed after it) into another error: a closed connection, ``NotImplementedError``. A
+    caller that cancelled the task, and ``asyncio.timeout``, expect ``CancelledError``.
+
+    Args:
+        exc: The error the call failed with.
+
+    Returns:
+        A ``CancelledError`` caused by ``exc`` when the current task is being cancelled, else
+        ``exc``.
+    """
+    task = asyncio.current_task()
+    if task is None or not task.cancelling():
+        return exc
+    cancelled = asyncio.CancelledError()
+    cancelled.__cause__ = exc
+    return cancelled
+
+
+def cancelled_or(exc: Exception) -> BaseException:
+    """The sync twin of :func:`async_cancelled_or`: a sync call is never cancelled.
+
+    Args:
+        exc: The error the call failed with.
+
+    Returns:
+        ``exc``.
+    """
+    return exc
 
 
 async def async_checkout(engine: AsyncEngine) -> PoolProxiedConnection:

@@ -31,6 +31,7 @@ from chatmem_repositories.sql._compiled import DriverSql, compile_for_driver, co
 from chatmem_repositories.sql._drivers import (
     AsyncConnection,
     AsyncEngine,
+    async_cancelled_or,
     async_checkin,
     async_checkout,
     async_create_all,
@@ -176,12 +177,15 @@ class AsyncRunner:
         Raises:
             RepositoryError: A driver error, mapped (a subclass says why).
         """
-        if schema:
-            await self.ensure_schema()
-        if self._gate is None:
-            return await self._perform(program)
-        async with self._gate:
-            return await self._perform(program)
+        try:
+            if schema:
+                await self.ensure_schema()
+            if self._gate is None:
+                return await self._perform(program)
+            async with self._gate:
+                return await self._perform(program)
+        except Exception as exc:
+            raise async_cancelled_or(exc)  # noqa: B904 (exc itself, or caused by it)
 
     async def _perform(self, program: Program[T]) -> T:
         answer: Any = None
@@ -210,11 +214,14 @@ class AsyncRunner:
         Raises:
             RepositoryError: A driver error, mapped (a subclass says why).
         """
-        await self.ensure_schema()
-        if self._gate is None:
-            return await self._autocommit(statement, None, write=False)
-        async with self._gate:
-            return await self._autocommit(statement, None, write=False)
+        try:
+            await self.ensure_schema()
+            if self._gate is None:
+                return await self._autocommit(statement, None, write=False)
+            async with self._gate:
+                return await self._autocommit(statement, None, write=False)
+        except Exception as exc:
+            raise async_cancelled_or(exc)  # noqa: B904 (exc itself, or caused by it)
 
     async def _autocommit(
         self, statement: Executable, params: Mapping[str, Any] | None, *, write: bool

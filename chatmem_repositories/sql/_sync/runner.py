@@ -33,6 +33,7 @@ from chatmem_repositories.sql._compiled import DriverSql, compile_for_driver, co
 from chatmem_repositories.sql._drivers import (
     Connection,
     Engine,
+    cancelled_or,
     checkin,
     checkout,
     create_all,
@@ -178,12 +179,15 @@ class Runner:
         Raises:
             RepositoryError: A driver error, mapped (a subclass says why).
         """
-        if schema:
-            self.ensure_schema()
-        if self._gate is None:
-            return self._perform(program)
-        with self._gate:
-            return self._perform(program)
+        try:
+            if schema:
+                self.ensure_schema()
+            if self._gate is None:
+                return self._perform(program)
+            with self._gate:
+                return self._perform(program)
+        except Exception as exc:
+            raise cancelled_or(exc)  # noqa: B904 (exc itself, or caused by it)
 
     def _perform(self, program: Program[T]) -> T:
         answer: Any = None
@@ -212,11 +216,14 @@ class Runner:
         Raises:
             RepositoryError: A driver error, mapped (a subclass says why).
         """
-        self.ensure_schema()
-        if self._gate is None:
-            return self._autocommit(statement, None, write=False)
-        with self._gate:
-            return self._autocommit(statement, None, write=False)
+        try:
+            self.ensure_schema()
+            if self._gate is None:
+                return self._autocommit(statement, None, write=False)
+            with self._gate:
+                return self._autocommit(statement, None, write=False)
+        except Exception as exc:
+            raise cancelled_or(exc)  # noqa: B904 (exc itself, or caused by it)
 
     def _autocommit(
         self, statement: Executable, params: Mapping[str, Any] | None, *, write: bool
