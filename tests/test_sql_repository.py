@@ -26,7 +26,12 @@ from chatmem import (
     UserMessage,
 )
 from chatmem.conversation_ids import scoped_conversation_id
-from chatmem.exceptions import ConfigurationError, RepositoryError
+from chatmem.exceptions import (
+    ConfigurationError,
+    RepositoryError,
+    RepositoryOutcomeUnknownError,
+    RepositoryTimeoutError,
+)
 from chatmem.testing import ManualClock
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.sql import (
@@ -37,6 +42,7 @@ from chatmem_repositories.sql import (
 from chatmem_repositories.sql._drivers import engine_arguments
 from chatmem_repositories.sql._errors import is_retryable
 from chatmem_repositories.sql._plans import Plan
+from chatmem_repositories.sql._plans.mysql import SCRIPT_LIMIT
 from chatmem_repositories.sql._types import NUL_STAND_IN
 from tests.conftest import server_url
 
@@ -265,7 +271,10 @@ def _hold(repository: SqlChatMemoryRepository, name: str, cid: str) -> None:
     elif name == "save_all":
         repository.save_all(cid, [UserMessage("again")])
     elif name == "revive":
-        repository.append(cid, [UserMessage("again")])
+        # A batch too big for MySQL's one-packet append, whose transaction cannot be paused
+        # from the client: the statement-by-statement path holds its locks between round
+        # trips, and its revival deletes as the one-packet path does.
+        repository.append(cid, [UserMessage(f"again {i}") for i in range(SCRIPT_LIMIT + 1)])
     else:
         repository.purge_expired()
 
@@ -491,7 +500,7 @@ def test_statements_per_turn(repository: SqlChatMemoryRepository, cid: str) -> N
     expected = {
         "postgresql": ["WITH"],  # reservation + insert in one statement, autocommit
         "sqlite": ["INSERT", "INSERT"],  # upsert ... RETURNING, insert ... RETURNING
-        "mysql": ["INSERT", "INSERT"],  # upsert (counter via LAST_INSERT_ID), INSERT IGNORE
+        "mysql": ["INSERT"],  # one statement list, from the upsert to the COMMIT
     }
     assert append == expected[repository._backend]
 
@@ -550,8 +559,48 @@ def test_a_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:
         requests.clear()
         assert [m.text for m in memory.get(cid)] == ["q0", "a0", "q1", "a1"]
         assert read == ["SELECT+ROLLBACK"], read
-        assert append == ["INSERT", "INSERT", "COMMIT"], append
+        # One packet: the upsert, the reservation kept in the session, the revival's delete
+        # (reads nothing unless revived), INSERT IGNORE, the positions filled, the COMMIT.
+        assert append == ["INSERT+SET+DELETE+INSERT+SELECT+COMMIT"], append
         assert requests == ["SELECT+ROLLBACK"], requests  # the fresh read saw the append
+
+
+def test_a_statement_the_server_refuses_stops_a_mariadb_append_before_its_commit(cid: str) -> None:
+    # The one-packet append's INSERT waits for a gap lock past the session's lock timeout:
+    # the server stops the list there, before its COMMIT. The error is a timeout whose
+    # outcome is known (nothing stored), and the positions it had reserved go to the next
+    # append: its reservation was rolled back with it.
+    url = server_url("mariadb")
+    with SqlChatMemoryRepository.from_url(
+        url, table_prefix=PREFIX, initialize_schema="always"
+    ) as repository:
+        repository.append(cid, [UserMessage("q0")])
+
+        def short_lock_waits(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("SET SESSION innodb_lock_wait_timeout = 1")
+            cursor.close()
+
+        event.listen(repository._engine, "connect", short_lock_waits)
+        repository._engine.dispose()
+        holder = create_engine(url)
+        try:
+            with holder.connect() as holding:
+                holding.execute(
+                    text(
+                        f"SELECT position FROM {PREFIX}messages"
+                        " WHERE conversation_id = :cid AND position = 2 FOR UPDATE"
+                    ),
+                    {"cid": cid},
+                )
+                with pytest.raises(RepositoryTimeoutError) as caught:
+                    repository.append(cid, [UserMessage("refused")])
+                assert not isinstance(caught.value, RepositoryOutcomeUnknownError)
+                holding.rollback()
+        finally:
+            holder.dispose()
+        assert [s.position for s in repository.append(cid, [UserMessage("q1")])] == [2]
+        assert [m.text for m in repository.find_by_conversation_id(cid)] == ["q0", "q1"]
 
 
 async def test_cancelled_async_appends_store_whole_batches_and_free_their_connections(
@@ -626,8 +675,10 @@ async def test_an_async_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:
         read = list(requests)
         requests.clear()
         await memory.add(cid, [UserMessage("q1"), AssistantMessage("a1")])
+        append = list(requests)
         assert [m.text for m in await memory.get(cid)] == ["q0", "a0", "q1", "a1"]
         assert read == ["SELECT+ROLLBACK"], read
+        assert append == ["INSERT+SET+DELETE+INSERT+SELECT+COMMIT"], append
 
 
 def test_a_mariadb_engine_handed_in_reads_without_statement_lists(cid: str) -> None:

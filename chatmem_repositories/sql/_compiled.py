@@ -10,7 +10,7 @@ text's NUL) itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["DriverSql", "compile_for_driver", "compile_with_values"]
+__all__ = ["DriverList", "DriverSql", "compile_for_driver", "compile_with_values", "statement_list"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,38 @@ class DriverSql:
         if self.positional is not None:
             return tuple(values[name] for name in self.positional)
         return values
+
+
+@dataclass(frozen=True, slots=True)
+class DriverList:
+    """Statements' SQL joined into one statement list (MySQL), and how to bind their values.
+
+    Attributes:
+        text: The statements, separated by ``;``.
+        parts: Each statement's SQL, in order.
+    """
+
+    text: str
+    parts: tuple[DriverSql, ...]
+
+    def bind(self, params: Mapping[str, Any]) -> Any:
+        """Return the driver's parameters of every statement for ``params``, in order.
+
+        Raises:
+            KeyError: If a parameter of a statement is missing.
+        """
+        bound = [part.bind(params) for part in self.parts]
+        if all(isinstance(values, tuple) for values in bound):
+            return tuple(value for values in bound for value in values)
+        merged: dict[str, Any] = {}
+        for values in bound:
+            merged.update(values)  # one params mapping: a name has one value everywhere
+        return merged
+
+
+def statement_list(parts: Sequence[DriverSql], *, ending: str) -> DriverList:
+    """Join statements' SQL into one statement list that ends with ``ending`` (``COMMIT``)."""
+    return DriverList(";\n".join([*(part.text for part in parts), ending]), tuple(parts))
 
 
 def compile_for_driver(statement: Executable, dialect: Dialect) -> DriverSql | None:

@@ -41,6 +41,7 @@ __all__ = [
     "async_create_engine",
     "async_driver_connection",
     "async_execute",
+    "async_execute_list",
     "async_invalidate",
     "cancelled_or",
     "checkin",
@@ -52,6 +53,7 @@ __all__ = [
     "driver_connection",
     "engine_arguments",
     "execute",
+    "execute_list",
     "install_deadlines",
     "invalidate",
     "prepare_owned_engine",
@@ -474,6 +476,28 @@ async def async_execute(
         await cursor.close()
 
 
+async def async_execute_list(
+    driver: Any, text: str, bound: Any
+) -> list[tuple[list[Any], int, int | None]]:
+    """Send a statement list in one round trip: ``(rows, rowcount, lastrowid)`` per statement.
+
+    For MySQL drivers on a connection that allows statement lists. Every result is read,
+    so the connection is ready for the next statement; a failing statement raises when its
+    result is read, and the server runs none of the statements after it.
+    """
+    cursor = await (
+        driver.cursor(_quiet_aiomysql_cursor()) if _aiomysql(driver) else driver.cursor()
+    )
+    try:
+        await cursor.execute(text, bound)
+        answers = [await _answer_of(cursor)]
+        while await cursor.nextset():
+            answers.append(await _answer_of(cursor))
+        return answers
+    finally:
+        await cursor.close()
+
+
 def _aiomysql(driver: Any) -> bool:
     return type(driver).__module__.startswith("aiomysql.")
 
@@ -515,6 +539,22 @@ def execute(
     try:
         (cursor.executemany if many else cursor.execute)(text, bound)
         return _answer(cursor)
+    finally:
+        cursor.close()
+
+
+def execute_list(driver: Any, text: str, bound: Any) -> list[tuple[list[Any], int, int | None]]:
+    """Send a statement list in one round trip: ``(rows, rowcount, lastrowid)`` per statement.
+
+    The sync twin of :func:`async_execute_list`.
+    """
+    cursor = driver.cursor()
+    try:
+        cursor.execute(text, bound)
+        answers = [_answer(cursor)]
+        while cursor.nextset():
+            answers.append(_answer(cursor))
+        return answers
     finally:
         cursor.close()
 

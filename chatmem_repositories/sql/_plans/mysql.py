@@ -16,27 +16,46 @@ from typing import Any
 from sqlalchemy import (
     CompoundSelect,
     Delete,
+    Executable,
     Insert,
     Integer,
     bindparam,
     case,
+    delete,
     func,
     literal,
+    literal_column,
     null,
     select,
     text,
     union_all,
+    update,
 )
 from sqlalchemy.dialects import mysql
+from sqlalchemy.sql.elements import ColumnClause
 
 from chatmem.backend import StoredMessage
 from chatmem.conversation_ids import owner_of
 from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, id_text, stored_in
 from chatmem_repositories.sql._plans.base import PURGE_BATCH, Plan
 from chatmem_repositories.sql._plans.reservation import reservation_parts
-from chatmem_repositories.sql._plans.steps import Body, Execute, Program, Query, Transaction
+from chatmem_repositories.sql._plans.steps import (
+    Body,
+    Execute,
+    Program,
+    Query,
+    Script,
+    Transaction,
+)
 
 __all__ = ["MysqlPlan"]
+
+SCRIPT_LIMIT = 16
+"""Batches up to this size append by one statement list (see ``MysqlPlan._script``)."""
+
+# Session variables the append's statement list passes its reservation on in.
+_START: ColumnClause[Any] = literal_column("@chatmem_start")
+_REVIVED: ColumnClause[Any] = literal_column("@chatmem_revived")
 
 
 class MysqlPlan(Plan):
@@ -55,6 +74,7 @@ class MysqlPlan(Plan):
     _reserve_statements: dict[bool, Insert] | None = None
     _window: CompoundSelect[Any, Any, Any] | None = None
     _inserts: dict[bool, Insert] | None = None
+    _scripts: dict[tuple[int, bool], tuple[Executable, ...]] | None = None
 
     @property
     def db_system(self) -> str:
@@ -99,10 +119,13 @@ class MysqlPlan(Plan):
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
     ) -> Body[list[StoredMessage]]:
         n = len(batch)
-        if n > INSERT_CHUNK:
-            stored: list[StoredMessage] = yield from super()._append(
+        if n <= SCRIPT_LIMIT:
+            stored: list[StoredMessage] = yield from self._append_by_script(
                 conversation_id, batch, now, expires_at
             )
+            return stored
+        if n > INSERT_CHUNK:
+            stored = yield from super()._append(conversation_id, batch, now, expires_at)
             return stored
         offset = batch.system_offset
         params = {
@@ -141,6 +164,85 @@ class MysqlPlan(Plan):
             # The reserved system position went to a duplicate: point at the real one.
             yield Execute(self.writes.fix_system(conversation_id))
         return stored_in(batch, start, positions)
+
+    def _append_by_script(
+        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+    ) -> Body[list[StoredMessage]]:
+        """Append a small batch by one statement list, its COMMIT included (one round trip).
+
+        The same work as the statement-by-statement path, decided on the server: the
+        reservation upsert; ``SET`` keeps where the batch starts and whether it revived an
+        expired conversation (``ROW_COUNT()`` is 1 when the upsert inserted the row); the
+        revival's delete (an impossible ``WHERE`` otherwise, which reads nothing); ``INSERT
+        IGNORE`` at the reserved positions; with a system message, ``system_position``
+        pointed at the newest stored one; then the positions filled, read back.
+        """
+        n = len(batch)
+        offset = batch.system_offset
+        params: dict[str, Any] = {
+            "cid": conversation_id,
+            "owned_by": owner_of(conversation_id),
+            "n": n,
+            "at": now,
+            "until": expires_at,
+            "sys": offset,
+        }
+        for i, row in enumerate(batch.rows(conversation_id, FIRST_POSITION)):
+            for column, value in row.items():
+                params[f"{column}_{i}"] = value
+        replies = yield Script(self._script(n, offset is not None), params)
+        # The upsert's LAST_INSERT_ID: 2 * next_position + revived, 0 if it inserted the row.
+        encoded = int(replies[0].lastrowid or 0)
+        start = encoded // 2 - n if encoded else FIRST_POSITION
+        return stored_in(batch, start, {int(row[0]) for row in replies[-1].rows})
+
+    def _script(self, n: int, with_system: bool) -> tuple[Executable, ...]:
+        """The statements of :meth:`_append_by_script` for ``n`` messages, built once."""
+        if self._scripts is None:
+            self._scripts = {}
+        script = self._scripts.get((n, with_system))
+        if script is not None:
+            return script
+        c, m = self.tables.conversations.c, self.tables.messages.c
+        cid = bindparam("cid", type_=m.conversation_id.type)
+        count = bindparam("n", type_=Integer())
+        keep = text(
+            "SET @chatmem_start := IF(ROW_COUNT() = 1, :first, LAST_INSERT_ID() DIV 2 - :n), "
+            "@chatmem_revived := IF(ROW_COUNT() = 1, 0, LAST_INSERT_ID() MOD 2)"
+        ).bindparams(bindparam("first", FIRST_POSITION, type_=Integer()), count)
+        revival = delete(self.tables.messages).where(m.conversation_id == cid, _REVIVED == 1)
+        rows = [
+            {
+                column.name: (
+                    _START + i
+                    if column.name == "position"
+                    else bindparam(f"{column.name}_{i}", type_=column.type)
+                )
+                for column in self.tables.messages.columns
+            }
+            for i in range(n)
+        ]
+        insert = mysql.insert(self.tables.messages).prefix_with("IGNORE").values(rows)
+        filled = select(m.position).where(
+            m.conversation_id == cid, m.position >= _START, m.position < _START + count
+        )
+        statements: list[Executable] = [self._reserve_statement(with_system), keep, revival]
+        statements.append(insert)
+        if with_system:
+            newest = (
+                select(func.max(m.position))
+                .where(m.conversation_id == cid, m.is_system.is_(True))
+                .scalar_subquery()
+            )
+            statements.append(
+                update(self.tables.conversations)
+                .where(c.conversation_id == cid)
+                .values(system_position=newest)
+            )
+        statements.append(filled)
+        script = tuple(statements)
+        self._scripts[(n, with_system)] = script
+        return script
 
     def _insert_statement(self, *, ignore: bool) -> Insert:
         """``INSERT [IGNORE]`` of message rows, built once and run as an executemany.

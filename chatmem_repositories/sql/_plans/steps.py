@@ -7,7 +7,8 @@ and holds every dialect decision, and the repository holds only the I/O: connect
 transactions, retries and error mapping.
 
 At the top level a program yields :class:`Query`, :class:`Send` or :class:`Transaction`.
-A transaction's body yields :class:`Execute` and :class:`InsertOrConflict`.
+A transaction's body yields :class:`Execute` and :class:`InsertOrConflict`; a direct
+transaction's body may end with a :class:`Script`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "Program",
     "Query",
     "Reply",
+    "Script",
     "Send",
     "Transaction",
 ]
@@ -88,6 +90,26 @@ class InsertOrConflict:
 
 
 @dataclass(frozen=True, slots=True)
+class Script:
+    """Statements run in order as the last step of a direct transaction's body.
+
+    Answered with a :class:`Reply` per statement (``lastrowid`` included). Where the
+    connection sends statement lists (MySQL/MariaDB on an engine the repository made), the
+    statements and the transaction's COMMIT go in one round trip; elsewhere they run one by
+    one and the transaction commits as usual. Either way they run on one connection, in
+    order, so they may pass values on in the session (MySQL user variables). A list stops at
+    a failing statement, before the COMMIT: the transaction is then rolled back as usual.
+
+    Attributes:
+        statements: The statements, each built once with bound parameters.
+        params: The parameters of all of them (a name two statements use has one value).
+    """
+
+    statements: tuple[Executable, ...]
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Reply:
     """The answer to :class:`Execute`.
 
@@ -117,7 +139,7 @@ class Reply:
         return self.rows[0] if self.rows else None
 
 
-Body = Generator[Execute | InsertOrConflict, Any, T]
+Body = Generator[Execute | InsertOrConflict | Script, Any, T]
 """A transaction's body: yields statements, returns the transaction's result."""
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -29,7 +29,13 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from chatmem.backend import Lock, Semaphore
 from chatmem_repositories._deadline import Deadline, arm_socket
-from chatmem_repositories.sql._compiled import DriverSql, compile_for_driver, compile_with_values
+from chatmem_repositories.sql._compiled import (
+    DriverList,
+    DriverSql,
+    compile_for_driver,
+    compile_with_values,
+    statement_list,
+)
 from chatmem_repositories.sql._drivers import (
     Connection,
     Engine,
@@ -40,6 +46,7 @@ from chatmem_repositories.sql._drivers import (
     deadline_of,
     driver_connection,
     execute,
+    execute_list,
     invalidate,
     sends_statement_lists,
 )
@@ -50,6 +57,7 @@ from chatmem_repositories.sql._plans.steps import (
     InsertOrConflict,
     Program,
     Reply,
+    Script,
     Send,
     Transaction,
 )
@@ -98,6 +106,23 @@ def _cancelled_expired(deadline: Deadline) -> bool:
     return deadline.expired
 
 
+@dataclass
+class _Progress:
+    """How far a direct transaction got: whether its COMMIT was sent, and whether it ran."""
+
+    committing: bool = False
+    committed: bool = False
+
+
+def _refused_by_server(exc: Exception) -> bool:
+    """Whether a MySQL driver error is the server's answer (not a client-side failure).
+
+    MySQL's client errors (a lost or refused connection) are numbered 2000 to 2999.
+    """
+    code = exc.args[0] if exc.args else None
+    return isinstance(code, int) and not 2000 <= code < 3000
+
+
 class Runner:
     """Runs programs (see :mod:`~chatmem_repositories.sql._plans.steps`) on one engine.
 
@@ -128,7 +153,9 @@ class Runner:
         self._direct_reads = self._direct or self._mysql_reads
         # On an engine the repository made, a MySQL/MariaDB read sends its ROLLBACK in the
         # same packet: one round trip instead of two.
-        self._reads_end_themselves = self._mysql_reads and sends_statement_lists(engine)
+        self._statement_lists = self._mysql_reads and sends_statement_lists(engine)
+        self._reads_end_themselves = self._statement_lists
+        self._scripts: dict[int, tuple[tuple[Executable, ...], DriverList]] = {}
         self._ending: dict[int, DriverSql] = {}
         self._psycopg = dialect.driver in _PSYCOPG
         # SQLite's and the MySQL drivers' transactions run their compiled statements on the
@@ -406,14 +433,23 @@ class Runner:
                     answer = True
                 except sa_exc.IntegrityError:
                     answer = False
-            elif (direct := self._in_transaction_sql(step)) is not None:
-                driver = driver_connection(connection)
-                answer = self._execute_direct(driver, direct, step, connection.invalidate)
+            elif isinstance(step, Script):  # one statement at a time; the COMMIT follows
+                answer = [
+                    self._execute(connection, Execute(statement, step.params, lastrowid=True))
+                    for statement in step.statements
+                ]
             else:
-                executed = connection.execute(step.statement, step.params)
-                rows = list(executed.all()) if executed.returns_rows else []
-                lastrowid = executed.lastrowid if step.lastrowid else None
-                answer = Reply(rows, executed.rowcount, lastrowid)
+                answer = self._execute(connection, step)
+
+    def _execute(self, connection: Connection, step: Execute) -> Reply:
+        """Run one statement of a transaction on SQLAlchemy's connection (or its driver's)."""
+        if (direct := self._in_transaction_sql(step)) is not None:
+            driver = driver_connection(connection)
+            return self._execute_direct(driver, direct, step, connection.invalidate)
+        executed = connection.execute(step.statement, step.params)
+        rows = list(executed.all()) if executed.returns_rows else []
+        lastrowid = executed.lastrowid if step.lastrowid else None
+        return Reply(rows, executed.rowcount, lastrowid)
 
     def _in_transaction_sql(self, step: Execute) -> DriverSql | None:
         """The step's SQL for the driver, if a transaction runs it there (see __init__)."""
@@ -489,11 +525,14 @@ class Runner:
                 try:
                     driver: Any = connection.driver_connection
                     discard = partial(invalidate, connection)
+                    progress = _Progress()
                     try:
-                        result = self._run_direct_body(driver, body(), discard)
+                        result = self._run_direct_body(driver, body(), discard, progress)
                         committing = True
-                        self._end_direct(driver, discard, commit=True)
+                        if not progress.committed:
+                            self._end_direct(driver, discard, commit=True)
                     except BaseException:
+                        committing = committing or progress.committing
                         if not committing and connection.is_valid:
                             # The body's error is the one to report; a rollback that failed
                             # has discarded the connection.
@@ -509,7 +548,11 @@ class Runner:
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _run_direct_body(
-        self, driver: Any, body: Body[T], discard: Callable[[BaseException], None]
+        self,
+        driver: Any,
+        body: Body[T],
+        discard: Callable[[BaseException], None],
+        progress: _Progress,
     ) -> T:
         answer: Any = None
         while True:
@@ -518,6 +561,9 @@ class Runner:
             except StopIteration as done:
                 result: T = done.value
                 return result
+            if isinstance(step, Script):
+                answer = self._run_script(driver, step, discard, progress)
+                continue
             if not isinstance(step, Execute):
                 raise TypeError(f"a direct transaction runs statements only, not {step!r}")
             sql = self._in_transaction_sql(step)
@@ -526,6 +572,62 @@ class Runner:
             if sql is None:
                 raise TypeError(f"a direct transaction cannot run {step.statement}")
             answer = self._execute_direct(driver, sql, step, discard)
+
+    def _run_script(
+        self,
+        driver: Any,
+        step: Script,
+        discard: Callable[[BaseException], None],
+        progress: _Progress,
+    ) -> list[Reply]:
+        """Run a body's closing script: with the COMMIT in one round trip where lists go."""
+        script = self._script(step.statements)
+        if not self._statement_lists:
+            return [
+                self._execute_direct(
+                    driver, sql, Execute(statement, step.params, lastrowid=True), discard
+                )
+                for statement, sql in zip(step.statements, script.parts, strict=True)
+            ]
+        bound = script.bind(step.params)
+        progress.committing = True  # until the server says which statement it refused
+        deadline = self._arm(driver)
+        try:
+            answers = execute_list(driver, script.text, bound)
+            if deadline is not None:
+                deadline.cancel()
+        except self._dbapi_error as exc:
+            if deadline is not None and _cancelled_expired(deadline):
+                discard(exc)
+                raise self._timeout() from exc
+            if _refused_by_server(exc):
+                # The list stopped at the refused statement, before its COMMIT.
+                progress.committing = False
+                raise self._wrap(exc, invalidated=False) from exc
+            # A client error (a lost connection): the COMMIT's fate and the connection's
+            # state are unknown, so the pool opens a new one.
+            discard(exc)
+            raise self._wrap(exc, invalidated=True) from exc
+        except BaseException as exc:
+            self._interrupted(deadline, discard, exc)
+            raise
+        progress.committed = True
+        return [Reply(*answer) for answer in answers[: len(script.parts)]]
+
+    def _script(self, statements: tuple[Executable, ...]) -> DriverList:
+        """The statements' SQL as one list ending in COMMIT, compiled on first use."""
+        cached = self._scripts.get(id(statements))
+        if cached is not None and cached[0] is statements:
+            return cached[1]
+        parts = []
+        for statement in statements:
+            sql = self._compiled_sql(statement)
+            if sql is None:
+                raise TypeError(f"a script cannot run {statement}")
+            parts.append(sql)
+        script = statement_list(parts, ending="COMMIT")
+        self._scripts[id(statements)] = (statements, script)
+        return script
 
     def _end_direct(
         self, driver: Any, discard: Callable[[BaseException], None], *, commit: bool
