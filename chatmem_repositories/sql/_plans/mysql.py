@@ -61,14 +61,15 @@ _REVIVED: ColumnClause[Any] = literal_column("@chatmem_revived")
 class MysqlPlan(Plan):
     """Every operation on MySQL and MariaDB (InnoDB).
 
-    An append of up to :data:`INSERT_CHUNK` messages is one transaction of two statements
-    and the commit: ``INSERT ... ON DUPLICATE KEY UPDATE`` locks the row and reserves the
-    positions, and hands the new counter back through ``LAST_INSERT_ID(expr)`` (the driver
-    reads it from the statement's OK packet, so no ``SELECT`` follows); then ``INSERT
-    IGNORE`` stores the messages whose id is not stored yet. Only when it stored fewer rows
-    than it was given does one more ``SELECT`` read which positions it filled. Both
-    statements are built once per plan, with bound parameters. A bigger batch reserves, then
-    reads the counter and the stored ids, then inserts the others.
+    An append of up to :data:`SCRIPT_LIMIT` messages is one statement list, its COMMIT
+    included (see :meth:`_append_by_script`). Up to :data:`INSERT_CHUNK` messages, it is one
+    transaction of two statements and the commit: ``INSERT ... ON DUPLICATE KEY UPDATE``
+    locks the row and reserves the positions, and hands the new counter back through
+    ``LAST_INSERT_ID(expr)`` (the driver reads it from the statement's OK packet, so no
+    ``SELECT`` follows); then ``INSERT IGNORE`` stores the messages whose id is not stored
+    yet. Only when it stored fewer rows than it was given does one more ``SELECT`` read which
+    positions it filled. The statements are built once per plan, with bound parameters. A
+    bigger batch reserves, then reads the counter and the stored ids, then inserts the others.
     """
 
     _reserve_statements: dict[bool, Insert] | None = None
