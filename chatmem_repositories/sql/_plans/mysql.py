@@ -35,10 +35,9 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.sql.elements import ColumnClause
 
 from chatmem.backend import StoredMessage
-from chatmem.conversation_ids import owner_of
 from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, id_text, stored_in
 from chatmem_repositories.sql._plans.base import PURGE_BATCH, Plan
-from chatmem_repositories.sql._plans.reservation import reservation_parts
+from chatmem_repositories.sql._plans.reservation import reservation_params, reservation_parts
 from chatmem_repositories.sql._plans.steps import (
     Body,
     Execute,
@@ -129,14 +128,7 @@ class MysqlPlan(Plan):
             stored = yield from super()._append(conversation_id, batch, now, expires_at)
             return stored
         offset = batch.system_offset
-        params = {
-            "cid": conversation_id,
-            "owned_by": owner_of(conversation_id),
-            "n": n,
-            "at": now,
-            "until": expires_at,
-            "sys": offset,
-        }
+        params = reservation_params(conversation_id, batch, now, expires_at)
         reply = yield Execute(self._reserve_statement(offset is not None), params, lastrowid=True)
         # LAST_INSERT_ID(2 * next_position + revived) when the row existed; 0 when the
         # statement inserted it (no auto-increment column, nothing set).
@@ -180,14 +172,7 @@ class MysqlPlan(Plan):
         """
         n = len(batch)
         offset = batch.system_offset
-        params: dict[str, Any] = {
-            "cid": conversation_id,
-            "owned_by": owner_of(conversation_id),
-            "n": n,
-            "at": now,
-            "until": expires_at,
-            "sys": offset,
-        }
+        params: dict[str, Any] = reservation_params(conversation_id, batch, now, expires_at)
         for i, row in enumerate(batch.rows(conversation_id, FIRST_POSITION)):
             for column, value in row.items():
                 params[f"{column}_{i}"] = value

@@ -8,14 +8,16 @@ KEY``), so the parameters, the new row and the system position are built here on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Table, and_, bindparam, case, null
 from sqlalchemy.sql.elements import BindParameter
 
-from chatmem_repositories.sql._codec import FIRST_POSITION
+from chatmem.conversation_ids import owner_of
+from chatmem_repositories.sql._codec import FIRST_POSITION, Batch
 
-__all__ = ["ReservationParts", "reservation_parts"]
+__all__ = ["ReservationParts", "reservation_params", "reservation_parts"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +69,17 @@ def reservation_parts(conversations: Table, with_system: bool) -> ReservationPar
         else case((is_expired, null()), else_=c.system_position)
     )
     return ReservationParts(n, now, expires_at, is_expired, row, system)
+
+
+def reservation_params(
+    conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+) -> dict[str, Any]:
+    """The parameters of a reservation upsert built by :func:`reservation_parts`."""
+    return {
+        "cid": conversation_id,
+        "owned_by": owner_of(conversation_id),
+        "n": len(batch),
+        "at": now,
+        "until": expires_at,
+        "sys": batch.system_offset,
+    }

@@ -8,10 +8,9 @@ from typing import Any
 from sqlalchemy import Insert, Table, case
 
 from chatmem.backend import StoredMessage
-from chatmem.conversation_ids import owner_of
 from chatmem_repositories.sql._codec import INSERT_CHUNK, Batch, chunks, stored_in
 from chatmem_repositories.sql._plans.base import Plan
-from chatmem_repositories.sql._plans.reservation import reservation_parts
+from chatmem_repositories.sql._plans.reservation import reservation_params, reservation_parts
 from chatmem_repositories.sql._plans.steps import Body, Execute
 
 __all__ = ["ReturningPlan"]
@@ -50,14 +49,7 @@ class ReturningPlan(Plan):
             )
             return stored
         offset = batch.system_offset
-        params = {
-            "cid": conversation_id,
-            "owned_by": owner_of(conversation_id),
-            "n": n,
-            "at": now,
-            "until": expires_at,
-            "sys": offset,
-        }
+        params = reservation_params(conversation_id, batch, now, expires_at)
         counter = (yield Execute(self._reserve_statement(offset is not None), params)).one()
         start = int(counter[0]) - n
         if int(counter[1]) == start:
