@@ -151,10 +151,9 @@ class Runner:
         self._direct = dialect.driver in _DIRECT_DRIVERS
         self._mysql_reads = dialect.driver in _DIRECT_READ_DRIVERS
         self._direct_reads = self._direct or self._mysql_reads
-        # On an engine the repository made, a MySQL/MariaDB read sends its ROLLBACK in the
-        # same packet: one round trip instead of two.
+        # On an engine the repository made, MySQL/MariaDB connections send statement lists: a
+        # read sends its ROLLBACK in the same packet, and a Script its COMMIT.
         self._statement_lists = self._mysql_reads and sends_statement_lists(engine)
-        self._reads_end_themselves = self._statement_lists
         self._scripts: dict[int, tuple[tuple[Executable, ...], DriverList]] = {}
         self._ending: dict[int, DriverSql] = {}
         self._psycopg = dialect.driver in _PSYCOPG
@@ -279,7 +278,7 @@ class Runner:
         if not (self._direct if write else self._direct_reads):
             return None
         sql = self._compiled_sql(statement)
-        if sql is None or write or not self._reads_end_themselves:
+        if sql is None or write or not self._statement_lists:
             return sql
         ending = self._ending.get(id(sql))
         if ending is None:
@@ -334,7 +333,7 @@ class Runner:
                 driver.set_autocommit(True)
             deadline = self._arm(driver)
             rows, _, _ = execute(driver, text, bound)
-            if self._mysql_reads and not self._reads_end_themselves:
+            if self._mysql_reads and not self._statement_lists:
                 # The read began a transaction; ending it here starts the next read on this
                 # connection from a fresh snapshot (InnoDB keeps a read view until the
                 # transaction ends, and the server's status does not flag a read-only one).
