@@ -95,6 +95,14 @@ class ChatmemMessageHistory(BaseChatMessageHistory):
             if async_repo is not None
             else None
         )
+        # Whether the repositories append is asked once: a check against a protocol class
+        # costs more than converting the messages of a turn.
+        self._log: ChatMemoryLog | None = (
+            sync_repository if isinstance(sync_repository, ChatMemoryLog) else None
+        )
+        self._async_log: AsyncChatMemoryLog | None = (
+            async_repo if isinstance(async_repo, AsyncChatMemoryLog) else None
+        )
 
     # -- sync ---------------------------------------------------------------------------------
 
@@ -120,10 +128,10 @@ class ChatmemMessageHistory(BaseChatMessageHistory):
         Args:
             messages: LangChain messages, oldest first.
         """
-        converted = from_langchain(messages)
         repository = self._sync().repository
-        if isinstance(repository, ChatMemoryLog):
-            repository.append(self.conversation_id, converted)
+        converted = from_langchain(messages)
+        if self._log is not None:
+            self._log.append(self.conversation_id, converted)
         else:
             history = repository.find_by_conversation_id(self.conversation_id)
             repository.save_all(self.conversation_id, [*history, *converted])
@@ -155,8 +163,8 @@ class ChatmemMessageHistory(BaseChatMessageHistory):
             return
         converted = from_langchain(messages)
         repository = self._async_memory.repository
-        if isinstance(repository, AsyncChatMemoryLog):
-            await repository.append(self.conversation_id, converted)
+        if self._async_log is not None:
+            await self._async_log.append(self.conversation_id, converted)
         else:
             history = await repository.find_by_conversation_id(self.conversation_id)
             await repository.save_all(self.conversation_id, [*history, *converted])

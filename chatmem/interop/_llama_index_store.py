@@ -64,6 +64,10 @@ class ChatmemChatStore(BaseChatStore):
 
     _repository: Any = PrivateAttr()
     _async_repository: Any = PrivateAttr()
+    # Whether the repositories append, asked once: a check against a protocol class costs
+    # more than converting a message.
+    _appends: bool = PrivateAttr()
+    _async_appends: bool = PrivateAttr()
 
     def __init__(self, repository: Any, *, async_repository: Any = None) -> None:
         if _is_async(repository) or (
@@ -73,6 +77,8 @@ class ChatmemChatStore(BaseChatStore):
         super().__init__()
         self._repository = repository
         self._async_repository = async_repository
+        self._appends = isinstance(repository, ChatMemoryLog)
+        self._async_appends = isinstance(async_repository, AsyncChatMemoryLog)
 
     @classmethod
     def class_name(cls) -> str:
@@ -103,7 +109,7 @@ class ChatmemChatStore(BaseChatStore):
             key: The conversation id.
             message: The message.
         """
-        if isinstance(self._repository, ChatMemoryLog):
+        if self._appends:
             latest = self._repository.find_latest(key, MessageType.ASSISTANT)
             converted = from_llama_index([message], tool_names=_call_names(latest))
             self._repository.append(key, converted)
@@ -179,7 +185,7 @@ class ChatmemChatStore(BaseChatStore):
         repository = self._async_repository
         if repository is None:
             await super().async_add_message(key, message)
-        elif isinstance(repository, AsyncChatMemoryLog):
+        elif self._async_appends:
             latest = await repository.find_latest(key, MessageType.ASSISTANT)
             await repository.append(
                 key, from_llama_index([message], tool_names=_call_names(latest))
@@ -218,12 +224,14 @@ class ChatmemDBChatStore(AsyncDBChatStore):
     """
 
     _repository: Any = PrivateAttr()
+    _appends: bool = PrivateAttr()  # asked once, as ChatmemChatStore does
 
     def __init__(self, repository: Any) -> None:
         if not _is_async(repository):
             raise ConfigurationError("ChatmemDBChatStore needs an async repository")
         super().__init__()
         self._repository = repository
+        self._appends = isinstance(repository, AsyncChatMemoryLog)
 
     @classmethod
     def class_name(cls) -> str:
@@ -297,7 +305,7 @@ class ChatmemDBChatStore(AsyncDBChatStore):
             status: Active or archived.
         """
         where = self._where(key, status)
-        if isinstance(self._repository, AsyncChatMemoryLog):
+        if self._appends:
             latest = await self._repository.find_latest(where, MessageType.ASSISTANT)
             converted = from_llama_index(messages, tool_names=_call_names(latest))
             await self._repository.append(where, converted)
