@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from langchain_core import messages as lc
+from langchain_core.load import dumpd
 
 from chatmem import AssistantMessage, ToolCall, ToolResponse, ToolResponseMessage
-from chatmem.interop import ConversionError
+from chatmem.interop import ConversionError, _langchain_convert
 from chatmem.interop.langchain import STASH_KEY, from_langchain, to_langchain
 from chatmem.testing import every_kind_of_message
 from tests.interop_strategies import conversations
@@ -18,6 +19,30 @@ from tests.interop_strategies import conversations
 def test_chatmem_to_langchain_and_back_is_the_identity(messages: list) -> None:
     # LangChain can hold every chatmem message: ids, times and metadata included.
     assert from_langchain(to_langchain(messages)) == messages
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations())
+def test_the_shortcuts_for_text_messages_convert_as_the_general_path_does(messages: list) -> None:
+    # Text-only messages skip the general conversion both ways; what comes out is the same.
+    native = [
+        *to_langchain(messages),
+        lc.HumanMessage("hi", id="h1"),
+        lc.AIMessage("hello", id="a1"),
+        lc.SystemMessage("be brief", id="s1"),
+        lc.AIMessage("", id="a2", name="bot"),  # a field set: never a shortcut
+    ]
+    fast_out, fast_in = to_langchain(messages), from_langchain(native)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_langchain_convert, "_plain_piece", lambda message: None)
+        patch.setattr(_langchain_convert, "_is_plain", lambda message, kwargs: False)
+        general_out, general_in = to_langchain(messages), from_langchain(native)
+    assert [dumpd(m) for m in fast_out] == [dumpd(m) for m in general_out]
+    assert fast_out == general_out
+    time = {"created_at"}  # the LangChain messages built here carry no time: each gets now
+    assert [m.model_dump(exclude=time) for m in fast_in] == [
+        m.model_dump(exclude=time) for m in general_in
+    ]
 
 
 def test_every_kind_of_message_round_trips() -> None:

@@ -110,6 +110,27 @@ def _core(message: Message) -> list[lc.BaseMessage]:
     ]
 
 
+def _plain_piece(message: Message) -> lc.BaseMessage | None:
+    """The LangChain form of a text-only message without metadata, envelope included.
+
+    What ``to_langchain`` builds for it in general, built at once (most messages are such).
+    """
+    if message.metadata:
+        return None
+    plain: type[lc.BaseMessage]
+    if isinstance(message, UserMessage) and not message.media:
+        plain = lc.HumanMessage
+    elif isinstance(message, AssistantMessage) and not (message.media or message.tool_calls):
+        plain = lc.AIMessage
+    elif isinstance(message, SystemMessage):
+        plain = lc.SystemMessage
+    else:
+        return None
+    return plain(
+        message.text, id=message.id, additional_kwargs={ENVELOPE_KEY: envelope_of(message)}
+    )
+
+
 def _from_stash(message: Message) -> lc.BaseMessage | None:
     stash = message.metadata.get(STASH_KEY)
     if not isinstance(stash, dict):
@@ -146,6 +167,10 @@ def to_langchain(messages: Sequence[Message], *, lossy: bool = False) -> list[lc
     """
     out: list[lc.BaseMessage] = []
     for message in messages:
+        plain = _plain_piece(message)
+        if plain is not None:
+            out.append(plain)
+            continue
         restored = _from_stash(message)
         if restored is not None:
             converted = [restored.model_copy(deep=True, update={"id": restored.id or message.id})]
@@ -247,18 +272,51 @@ def _fields(
     raise ConversionError(f"chatmem has no message type for a LangChain {message.type!r} message")
 
 
+def _field_defaults(kind: type[lc.BaseMessage]) -> dict[str, Any]:
+    return {
+        name: field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
+        for name, field in kind.model_fields.items()
+        if name not in ("content", "id", "type", "additional_kwargs")
+    }
+
+
+# The LangChain classes whose messages the core mapping gives back whole when their content
+# is text and every other field (additional kwargs aside) holds its default.
+_PLAIN_DEFAULTS: dict[type[lc.BaseMessage], dict[str, Any]] = {
+    kind: _field_defaults(kind) for kind in (lc.HumanMessage, lc.AIMessage, lc.SystemMessage)
+}
+
+
+def _is_plain(message: lc.BaseMessage, kwargs: dict[str, Any]) -> bool:
+    """Whether the core mapping gives ``message`` back as it is, without building it again.
+
+    Text content and no field set but the id and chatmem's envelope: what LangChain apps
+    add on every turn. Anything else is converted and compared (see ``_pieces``).
+    """
+    defaults = _PLAIN_DEFAULTS.get(type(message))
+    return (
+        defaults is not None
+        and not kwargs
+        and isinstance(message.content, str)
+        and all(getattr(message, name) == value for name, value in defaults.items())
+    )
+
+
 def _pieces(
     message: lc.BaseMessage, names: dict[str, str], *, lossy: bool
 ) -> list[tuple[Message, str | None]]:
     kwargs = dict(message.additional_kwargs)
     envelope = kwargs.pop(ENVELOPE_KEY, None)
     envelope = envelope if isinstance(envelope, dict) else {}
-    plain = message.model_copy(update={"additional_kwargs": kwargs})
+    plain_already = _is_plain(message, kwargs)
+    plain = message if plain_already else message.model_copy(update={"additional_kwargs": kwargs})
     kind, fields = _fields(plain, envelope, names)
     if "id" in envelope:
         fields = with_envelope(fields, envelope)
     converted = kind.model_validate(fields)
     group = envelope.get("group")
+    if plain_already:
+        return [(converted, group if isinstance(group, str) else None)]
     # What the core mapping gives back for this message; anything else of it is kept whole.
     regenerated = _core(converted)[0]
     regenerated.additional_kwargs.pop(ENVELOPE_KEY, None)
