@@ -87,7 +87,8 @@ def measure(history: BaseChatMessageHistory, turn: int) -> float:
 def histories(
     pg_url: str, redis_url: str
 ) -> Iterator[dict[str, Callable[[int], BaseChatMessageHistory]]]:
-    pg = create_repository(pg_url)
+    # A server database gets chatmem's tables only when asked (SQLite gets them by default).
+    pg = create_repository(pg_url, initialize_schema="always")
     rd = create_repository(redis_url)
     connection = psycopg.connect(
         pg_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
