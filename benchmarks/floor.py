@@ -44,6 +44,13 @@ from chatmem import (
 from chatmem_repositories import create_async_repository, create_repository, redact_url
 
 BATCH = 1000
+# chatmem creates its tables in a server database only when asked (SQLite gets them anyway).
+SERVER_SQL = ("postgresql", "mysql", "mariadb")
+
+
+def options(url: str) -> dict[str, Any]:
+    scheme = url.split(":", 1)[0].split("+", 1)[0]
+    return {"initialize_schema": "always"} if scheme in SERVER_SQL else {}
 
 
 def history(n: int) -> list[Message]:
@@ -60,7 +67,7 @@ def chunks(n: int) -> list[list[Message]]:
 def run_sync(
     url: str, lengths: list[int], turns: int, warmup: int, adds: int = 1
 ) -> dict[str, Any]:
-    repository = create_repository(url)
+    repository = create_repository(url, **options(url))
     memory = MessageWindowChatMemory(repository, max_messages=20)
     floor: Any = None
     ids = {n: f"floor-{n}-{uuid.uuid4().hex[:8]}" for n in lengths}
@@ -102,7 +109,7 @@ def run_sync(
 async def run_async(
     url: str, lengths: list[int], turns: int, warmup: int, adds: int = 1
 ) -> dict[str, Any]:
-    repository = create_async_repository(url)
+    repository = create_async_repository(url, **options(url))
     memory = AsyncMessageWindowChatMemory(repository, max_messages=20)
     floor: Any = None
     ids = {n: f"floor-{n}-{uuid.uuid4().hex[:8]}" for n in lengths}
