@@ -14,7 +14,7 @@ from chatmem import (
     ToolResponseMessage,
     UserMessage,
 )
-from chatmem.interop import ConversionError
+from chatmem.interop import ConversionError, _llama_index_convert
 from chatmem.interop.llama_index import STASH_KEY, from_llama_index, to_llama_index
 from tests.interop_strategies import content, conversations
 
@@ -29,6 +29,27 @@ def test_round_trip_is_identity_or_refused(messages: list) -> None:
         return
     event("converted")
     assert content(from_llama_index(converted)) == content(messages)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(with_metadata=False))
+def test_the_shortcut_for_text_messages_converts_as_the_general_path_does(messages: list) -> None:
+    # Plain text messages skip the comparison with their converted form; nothing changes.
+    native = [
+        *to_llama_index(messages, lossy=True),
+        li.ChatMessage(role="user", content="hi"),
+        li.ChatMessage(role="assistant", content=""),
+        li.ChatMessage(role="developer", content="be brief"),  # never a shortcut
+        li.ChatMessage(role="user", content="hi", additional_kwargs={"k": 1}),  # nor this
+    ]
+    fast = from_llama_index(native, lossy=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_llama_index_convert, "_is_plain", lambda message: False)
+        general = from_llama_index(native, lossy=True)
+    time = {"id", "created_at"}  # LlamaIndex messages carry neither: each conversion makes them
+    assert [m.model_dump(exclude=time) for m in fast] == [
+        m.model_dump(exclude=time) for m in general
+    ]
 
 
 def test_metadata_and_media_names_are_refused_not_dropped() -> None:

@@ -237,11 +237,33 @@ def _fields(message: li.ChatMessage, names: dict[str, str]) -> tuple[type[Messag
     raise ConversionError(f"chatmem has no message type for LlamaIndex role {role!r}")
 
 
+_PLAIN_ROLES = frozenset({li.MessageRole.USER, li.MessageRole.SYSTEM, li.MessageRole.ASSISTANT})
+
+
+def _is_plain(message: li.ChatMessage) -> bool:
+    """Whether the core mapping gives ``message`` back as it is, without building it again.
+
+    One plain text block, a role chatmem writes back as it is, nothing else: what apps
+    put on every turn. Anything else is converted and compared (see ``_pieces``).
+    """
+    if (
+        type(message) is not li.ChatMessage
+        or message.role not in _PLAIN_ROLES
+        or message.additional_kwargs
+        or len(message.blocks) != 1
+    ):
+        return False
+    (block,) = message.blocks
+    return type(block) is li.TextBlock and block == li.TextBlock(text=block.text)
+
+
 def _pieces(
     message: li.ChatMessage, names: dict[str, str], *, lossy: bool
 ) -> list[tuple[Message, bool]]:
     kind, fields = _fields(message, names)
     converted = kind.model_validate(fields)
+    if _is_plain(message):
+        return [(converted, False)]
     regenerated = _core(converted, dict(names), lossy=True)[0]
     if regenerated.model_dump(mode="json") != message.model_dump(mode="json"):
         try:
