@@ -95,8 +95,8 @@ class ChatmemMessageHistory(BaseChatMessageHistory):
             if async_repo is not None
             else None
         )
-        # Whether the repositories append is asked once: a check against a protocol class
-        # costs more than converting the messages of a turn.
+        # Asked once whether the repositories append: a check against a protocol class costs
+        # more than converting the messages of a turn.
         self._log: ChatMemoryLog | None = (
             sync_repository if isinstance(sync_repository, ChatMemoryLog) else None
         )
