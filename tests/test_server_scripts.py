@@ -37,6 +37,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def _default_interrupt_signals() -> None:
+    # A shell without job control starts background commands with SIGINT and SIGQUIT
+    # ignored, and children inherit that; a real server sets its own handlers, sleep does not.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class Fakes:
     """Throwaway server processes in a private run directory."""
 
@@ -54,7 +61,9 @@ class Fakes:
         binary = self.bin / program
         if not binary.exists():
             shutil.copy(shutil.which(source) or source, binary)
-        process = subprocess.Popen([str(binary), *(args or ("1000",))])
+        process = subprocess.Popen(
+            [str(binary), *(args or ("1000",))], preexec_fn=_default_interrupt_signals
+        )
         self.processes.append(process)
         (self.run / name).mkdir(exist_ok=True)
         (self.run / name / f"{name}.pid").write_text(f"{process.pid}\n")
