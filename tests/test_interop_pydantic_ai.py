@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from pydantic_ai import Agent
 from pydantic_ai import messages as pa
+from pydantic_ai.models.test import TestModel
 
 from chatmem import AssistantMessage, Media, ToolCall, ToolResponse, UserMessage
-from chatmem.interop import ConversionError
+from chatmem.interop import ConversionError, _pydantic_ai_convert
 from chatmem.interop.pydantic_ai import STASH_KEY, from_pydantic_ai, to_pydantic_ai
 from chatmem.testing import every_kind_of_message
 from tests.interop_strategies import conversations
@@ -75,6 +77,34 @@ def test_pydantic_ai_to_chatmem_keeps_every_part() -> None:
     for original, again in zip(native, merged, strict=True):
         assert [p for p in again.parts] == list(original.parts)
     assert back[2].usage == native[1].usage  # type: ignore[union-attr]
+
+
+def test_messages_an_agent_run_gives_are_kept_whole_without_comparing() -> None:
+    # An agent run sets a run id, model name and usage, which chatmem keeps beside its fields
+    # whatever the comparison would say; skipping it changes nothing.
+    agent = Agent(TestModel())
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        return f"sunny in {city}"
+
+    run = agent.run_sync("Weather in Paris?").all_messages()
+    native = [*native_run(), *run, *to_pydantic_ai(every_kind_of_message())]
+    fast = from_pydantic_ai(native)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_pydantic_ai_convert, "_kept_anyway", lambda message: False)
+        compared = from_pydantic_ai(native)
+    made_here = {"id"}  # messages without chatmem's envelope get a new id each time
+    assert [m.model_dump(exclude=made_here) for m in fast] == [
+        m.model_dump(exclude=made_here) for m in compared
+    ]
+    stored = from_pydantic_ai(run)
+    assert all(STASH_KEY in m.metadata for m in stored)
+    # ...and they come back as they were (chatmem's envelope aside).
+    dump = pa.ModelMessagesTypeAdapter.dump_python
+    assert [{**d, "metadata": None} for d in dump(to_pydantic_ai(stored), mode="json")] == [
+        {**d, "metadata": None} for d in dump(run, mode="json")
+    ]
 
 
 def test_assistant_media_is_an_error() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -207,6 +208,35 @@ def _dump(message: pa.ModelMessage) -> Any:
     return dump
 
 
+def _field_defaults(kind: type[pa.ModelRequest | pa.ModelResponse]) -> dict[str, Any]:
+    defaults: dict[str, Any] = {}
+    for field in dataclasses.fields(kind):
+        if field.name in ("parts", "timestamp", "metadata"):
+            continue
+        if field.default is not dataclasses.MISSING:
+            defaults[field.name] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            defaults[field.name] = field.default_factory()
+    return defaults
+
+
+# What the core mapping leaves at its default in the messages it builds, by class.
+_CORE_DEFAULTS = {kind: _field_defaults(kind) for kind in (pa.ModelRequest, pa.ModelResponse)}
+
+
+def _kept_anyway(message: pa.ModelMessage) -> bool:
+    """Whether ``message`` sets a field the core mapping never does (run id, model, usage...).
+
+    Then its JSON is kept beside chatmem's fields without building the core mapping's
+    version to compare (what an agent run gives always sets some). Saying so wrongly would
+    only keep a copy that reading back does not need.
+    """
+    defaults = _CORE_DEFAULTS.get(type(message))
+    return defaults is None or any(
+        getattr(message, name) != value for name, value in defaults.items()
+    )
+
+
 def _pieces(message: pa.ModelMessage, names: dict[str, str], *, lossy: bool) -> list[Message]:
     raw = (message.metadata or {}).get(ENVELOPE_KEY)
     envelope: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -219,12 +249,13 @@ def _pieces(message: pa.ModelMessage, names: dict[str, str], *, lossy: bool) -> 
         fields = with_envelope(piece.model_dump(exclude={"id", "created_at"}), envelope)
         converted = [(type(piece).model_validate(fields), indices)]
     whole = _dump(message)
+    kept_anyway = _kept_anyway(message)
     out = []
     for piece, indices in converted:
         # This message's share of the original, kept whole when the core mapping cannot
         # give it back.
         own = {**whole, "parts": [whole["parts"][i] for i in indices]}
-        if _dump(_core(piece, lossy=True)) != own:
+        if kept_anyway or _dump(_core(piece, lossy=True)) != own:
             piece = piece.model_copy(update={"metadata": {**piece.metadata, STASH_KEY: own}})
         out.append(piece)
     return out
