@@ -25,6 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from langchain_core.messages import AIMessage, HumanMessage
 from llama_index.core.base.llms.types import ChatMessage
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
 
 from chatmem import AssistantMessage, InMemoryChatMemoryRepository, Message, UserMessage
 from chatmem.interop.langchain import ChatmemMessageHistory, from_langchain, to_langchain
@@ -65,6 +67,7 @@ def measures() -> dict[str, tuple[Callable[[], object], int, int]]:
         ChatMessage(role="assistant", content="answer x: " + "dolor sit amet " * 8),
     ]
     pa_turn = to_pydantic_ai(turn)
+    pa_run = Agent(TestModel()).run_sync("question x: " + "lorem ipsum " * 8).new_messages()
     repository = InMemoryChatMemoryRepository()
     repository.append("read", window)
     reader = ChatmemMessageHistory("read", repository, max_messages=20)
@@ -81,6 +84,11 @@ def measures() -> dict[str, tuple[Callable[[], object], int, int]]:
         "from_llama_index, per message": (lambda: from_llama_index(li_turn), 3000, 2),
         "to_llama_index, per message": (lambda: to_llama_index(window), 300, 20),
         "from_pydantic_ai, per message": (lambda: from_pydantic_ai(pa_turn), 1000, 2),
+        "from_pydantic_ai, an agent run's messages, per message": (
+            lambda: from_pydantic_ai(pa_run),
+            1000,
+            len(pa_run),
+        ),
         "to_pydantic_ai, per message": (lambda: to_pydantic_ai(window), 300, 20),
     }
 
