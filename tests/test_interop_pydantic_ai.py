@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from pydantic_ai import Agent
@@ -88,7 +90,8 @@ def test_messages_an_agent_run_gives_are_kept_whole_without_comparing() -> None:
     def weather(city: str) -> str:
         return f"sunny in {city}"
 
-    run = agent.run_sync("Weather in Paris?").all_messages()
+    # asyncio.run closes its loop; run_sync would leave one installed for a later test's GC.
+    run = asyncio.run(agent.run("Weather in Paris?")).all_messages()
     native = [*native_run(), *run, *to_pydantic_ai(every_kind_of_message())]
     fast = from_pydantic_ai(native)
     with pytest.MonkeyPatch.context() as patch:
