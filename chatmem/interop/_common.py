@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
+from collections.abc import Collection
 from datetime import datetime
 from types import ModuleType
 from typing import Any
@@ -16,6 +18,8 @@ __all__ = [
     "ConversionError",
     "arguments_to_object",
     "envelope_of",
+    "field_defaults",
+    "holds_defaults",
     "object_to_arguments",
     "require",
     "with_envelope",
@@ -128,3 +132,48 @@ def with_envelope(fields: dict[str, Any], envelope: object) -> dict[str, Any]:
     if "metadata" in envelope:
         fields["metadata"] = {**envelope["metadata"], **fields.get("metadata", {})}
     return fields
+
+
+_NO_DEFAULT = object()  # equal to nothing: a field without a default is never "at its default"
+
+
+def field_defaults(kind: type, *, skip: Collection[str]) -> dict[str, Any]:
+    """Return the default of each field of a pydantic model class or a dataclass.
+
+    A framework's message class, read once, so that a converter can tell cheaply whether a
+    message sets anything beyond the fields it maps (see :func:`holds_defaults`).
+
+    Args:
+        kind: A pydantic model class or a dataclass.
+        skip: Fields left out (those the converter maps itself).
+    """
+    if dataclasses.is_dataclass(kind):
+        return {
+            f.name: _dataclass_default(f) for f in dataclasses.fields(kind) if f.name not in skip
+        }
+    fields: dict[str, Any] = kind.model_fields  # type: ignore[attr-defined]
+    return {name: _model_default(f) for name, f in fields.items() if name not in skip}
+
+
+def _dataclass_default(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return _NO_DEFAULT
+
+
+def _model_default(field: Any) -> Any:
+    if field.default_factory is not None:
+        return field.default_factory()
+    return _NO_DEFAULT if field.is_required() else field.default
+
+
+def holds_defaults(value: object, defaults: dict[str, Any]) -> bool:
+    """Whether every field named in ``defaults`` (see :func:`field_defaults`) holds its default.
+
+    Args:
+        value: An instance of the class the defaults were read from.
+        defaults: Field name -> default.
+    """
+    return all(getattr(value, name) == default for name, default in defaults.items())

@@ -11,6 +11,8 @@ from chatmem.interop._common import (
     ENVELOPE_KEY,
     ConversionError,
     envelope_of,
+    field_defaults,
+    holds_defaults,
     object_to_arguments,
     require,
     with_envelope,
@@ -272,18 +274,11 @@ def _fields(
     raise ConversionError(f"chatmem has no message type for a LangChain {message.type!r} message")
 
 
-def _field_defaults(kind: type[lc.BaseMessage]) -> dict[str, Any]:
-    return {
-        name: field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
-        for name, field in kind.model_fields.items()
-        if name not in ("content", "id", "type", "additional_kwargs")
-    }
-
-
 # The LangChain classes whose messages the core mapping gives back whole when their content
 # is text and every other field (additional kwargs aside) holds its default.
 _PLAIN_DEFAULTS: dict[type[lc.BaseMessage], dict[str, Any]] = {
-    kind: _field_defaults(kind) for kind in (lc.HumanMessage, lc.AIMessage, lc.SystemMessage)
+    kind: field_defaults(kind, skip=("content", "id", "type", "additional_kwargs"))
+    for kind in (lc.HumanMessage, lc.AIMessage, lc.SystemMessage)
 }
 
 
@@ -298,7 +293,7 @@ def _is_plain(message: lc.BaseMessage, kwargs: dict[str, Any]) -> bool:
         defaults is not None
         and not kwargs
         and isinstance(message.content, str)
-        and all(getattr(message, name) == value for name, value in defaults.items())
+        and holds_defaults(message, defaults)
     )
 
 

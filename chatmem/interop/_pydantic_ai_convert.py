@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -10,6 +9,8 @@ from chatmem.interop._common import (
     ENVELOPE_KEY,
     ConversionError,
     envelope_of,
+    field_defaults,
+    holds_defaults,
     object_to_arguments,
     require,
     with_envelope,
@@ -208,20 +209,11 @@ def _dump(message: pa.ModelMessage) -> Any:
     return dump
 
 
-def _field_defaults(kind: type[pa.ModelRequest | pa.ModelResponse]) -> dict[str, Any]:
-    defaults: dict[str, Any] = {}
-    for field in dataclasses.fields(kind):
-        if field.name in ("parts", "timestamp", "metadata"):
-            continue
-        if field.default is not dataclasses.MISSING:
-            defaults[field.name] = field.default
-        elif field.default_factory is not dataclasses.MISSING:
-            defaults[field.name] = field.default_factory()
-    return defaults
-
-
 # What the core mapping leaves at its default in the messages it builds, by class.
-_CORE_DEFAULTS = {kind: _field_defaults(kind) for kind in (pa.ModelRequest, pa.ModelResponse)}
+_CORE_DEFAULTS = {
+    kind: field_defaults(kind, skip=("parts", "timestamp", "metadata"))
+    for kind in (pa.ModelRequest, pa.ModelResponse)
+}
 
 
 def _kept_anyway(message: pa.ModelMessage) -> bool:
@@ -232,9 +224,7 @@ def _kept_anyway(message: pa.ModelMessage) -> bool:
     only keep a copy that reading back does not need.
     """
     defaults = _CORE_DEFAULTS.get(type(message))
-    return defaults is None or any(
-        getattr(message, name) != value for name, value in defaults.items()
-    )
+    return defaults is None or not holds_defaults(message, defaults)
 
 
 def _pieces(message: pa.ModelMessage, names: dict[str, str], *, lossy: bool) -> list[Message]:
