@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
-from functools import partial
+from functools import lru_cache, partial
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias, cast, get_origin
 
 from pydantic import (
@@ -450,27 +450,54 @@ def decode_message(data: str | bytes, *, conversation_id: str | None = None) -> 
         conversation_id: The conversation the record belongs to, named in errors.
 
     Returns:
-        The message, equal to the one encoded.
+        The message, equal to the one encoded. The same text read again (up to 4,096
+        characters, among the 1,024 texts read most recently) gives the same message object:
+        messages are immutable, so it is shared rather than decoded again.
 
     Raises:
         MessageDecodeError: If the record is not valid JSON, is nested too deeply, has an
             unknown codec version or does not describe a message. The message names the
             conversation.
     """
-    # Fast path for what encode_message writes: pydantic-core parses the JSON and checks
-    # everything. Anything it refuses takes the general path, which explains what is wrong.
-    message: Message
+    # What encode_message wrote takes the fast path; anything it refuses takes the general
+    # path, which explains what is wrong.
+    kind = data.__class__
+    if (kind is str or kind is bytes) and len(data) <= _REMEMBERED_RECORD_LENGTH:
+        message = _decode_remembered(data)
+    else:
+        message = _decode_fast(data)
+    if message is not None:
+        return message
+    return _decode_general(data, conversation_id)
+
+
+_REMEMBERED_RECORD_LENGTH = 4096
+"""Records up to this length (characters or bytes) are remembered decoded."""
+
+_REMEMBERED_RECORDS = 1024
+"""How many decoded records are remembered, the least recently read forgotten first."""
+
+
+def _decode_fast(data: str | bytes) -> Message | None:
+    """Decode what encode_message writes, in pydantic-core alone; None for anything else."""
     try:
         if isinstance(data, str):
             if data.endswith(_VERSION_SUFFIX):
-                message = _STORED_ONE.validate_json(data[:-_SUFFIX_LENGTH] + "}")
-                return message
+                return cast(Message, _STORED_ONE.validate_json(data[:-_SUFFIX_LENGTH] + "}"))
         elif isinstance(data, bytes) and data.endswith(_VERSION_SUFFIX_BYTES):
-            message = _STORED_ONE.validate_json(data[:-_SUFFIX_LENGTH] + b"}")
-            return message
+            return cast(Message, _STORED_ONE.validate_json(data[:-_SUFFIX_LENGTH] + b"}"))
     except ValidationError:
         pass
-    return _decode_general(data, conversation_id)
+    return None
+
+
+# A memory reads the same records turn after turn (a window of 20 moves by two messages a
+# turn), and the same text always decodes to the same message. Messages are immutable, so
+# the one decoded object is handed to every reader of that text, as the in-memory
+# repository hands out the objects it holds. Keyed by the exact stored text: a record that
+# differs by one byte is decoded (and checked) anew. Bounded in count and record length, so
+# it holds a few megabytes at most; lru_cache is safe across threads.
+_decode_remembered = lru_cache(maxsize=_REMEMBERED_RECORDS)(_decode_fast)
 
 
 def decode_messages(

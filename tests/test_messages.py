@@ -332,3 +332,40 @@ def test_conversations_decode_alike_on_both_paths(conversation: list[object]) ->
     for message in conversation:
         record = encode_message(message)  # type: ignore[arg-type]
         assert decode_message(record) == messages._decode_general(record, None) == message
+
+
+def test_a_record_read_again_gives_the_message_decoded_before() -> None:
+    # A memory reads the same records turn after turn; each is decoded once and the one
+    # (immutable) message handed to every later reader of that exact text.
+    record = encode_message(UserMessage("the same text, read every turn"))
+    first = decode_message(record)
+    assert decode_message("".join([record[:5], record[5:]])) is first  # a new str, same text
+    assert decode_message(record.encode()) == first
+    assert decode_messages([record, record]) == [first, first]
+    # One character different is another record, decoded and checked anew.
+    other = record.replace("every turn", "every tune")
+    assert decode_message(other) is not first
+    assert decode_message(other).text == "the same text, read every tune"  # type: ignore[union-attr]
+
+
+def test_a_corrupt_record_fails_on_every_read() -> None:
+    record = encode_message(UserMessage("fine"))
+    corrupt = record.replace('"type":"user"', '"type":"usr"')
+    for _ in range(3):
+        with pytest.raises(MessageDecodeError, match="conv-3"):
+            decode_message(corrupt, conversation_id="conv-3")
+    assert decode_message(record).text == "fine"  # type: ignore[union-attr]
+
+
+def test_long_records_are_decoded_every_time_and_not_remembered() -> None:
+    # The decoded records remembered are bounded in count and in length, so a few long
+    # tool results cannot hold memory: they are decoded on every read.
+    long_text = "x" * (messages._REMEMBERED_RECORD_LENGTH + 1)
+    record = encode_message(UserMessage(long_text))
+    assert decode_message(record) == decode_message(record)
+    assert decode_message(record) is not decode_message(record)
+    before = messages._decode_remembered.cache_info().currsize
+    for index in range(messages._REMEMBERED_RECORDS + 50):
+        decode_message(encode_message(UserMessage(f"message {index}")))
+    remembered = messages._decode_remembered.cache_info()
+    assert before <= remembered.currsize == remembered.maxsize == messages._REMEMBERED_RECORDS
