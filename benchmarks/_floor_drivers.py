@@ -112,6 +112,14 @@ def _sql_statements(table: str, mark: str, key_type: str) -> dict[str, str]:
     }
 
 
+# The floor's table holds only what a run puts in it. Filled with 10 rows and analyzed, its
+# prepared read gets a generic plan that scans the table and sorts it, and every turn adds two
+# rows: the read averaged 0.8 ms over the first 1,000 turns and 2.9 ms over the third, where
+# the index read it stands for takes 0.2 ms at any length. A real table (chatmem's included)
+# is read through the index, so the floor is too.
+NO_SEQUENTIAL_SCAN = "SET enable_seqscan = off"
+
+
 class PostgresFloor(_Positions):
     """psycopg 3, autocommit, server-side prepared statements."""
 
@@ -123,6 +131,7 @@ class PostgresFloor(_Positions):
         self.conn = psycopg.connect(**{**p, "port": p["port"] or 5432}, autocommit=True)
         self.sql = _sql_statements(_name(), "%s", "VARCHAR(255)")
         self.conn.execute(self.sql["create"])
+        self.conn.execute(NO_SEQUENTIAL_SCAN)
 
     def fill(self, cid: str, n: int) -> None:
         rows = [(cid, *r) for r in self.take(cid, n)]
@@ -158,6 +167,7 @@ class AsyncPostgresFloor(_Positions):
                 **{**p, "port": p["port"] or 5432}, autocommit=True
             )
             await self.conn.execute(self.sql["create"])
+            await self.conn.execute(NO_SEQUENTIAL_SCAN)  # as in PostgresFloor
         return self.conn
 
     async def fill(self, cid: str, n: int) -> None:
