@@ -547,7 +547,7 @@ def test_a_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:
     with SqlChatMemoryRepository.from_url(
         server_url("mariadb"), table_prefix=PREFIX, initialize_schema="always"
     ) as repository:
-        memory = MessageWindowChatMemory(repository, max_messages=4)
+        memory = MessageWindowChatMemory(repository, max_messages=5)
         memory.add(cid, [UserMessage("q0"), AssistantMessage("a0")])
         requests = record_mysql_round_trips(repository._engine)
         repository._engine.dispose()
@@ -791,3 +791,51 @@ def test_generic_reservation_path_used_by_sql_server_and_oracle(
     run_all([lambda w=w: writer(w) for w in range(8)])  # type: ignore[misc]
     texts = [m.text for m in repository.find_by_conversation_id(fresh)]  # type: ignore[union-attr]
     assert sorted(texts) == sorted(f"{w}:{i}" for w in range(8) for i in range(20))
+
+
+def _prepared_plans(engine: Any) -> tuple[str, dict[str, tuple[int, int]]]:
+    """The connection's plan_cache_mode, and generic/custom plan counts by statement start."""
+    with engine.connect() as connection:
+        mode = connection.execute(text("SHOW plan_cache_mode")).scalar_one()
+        rows = connection.execute(
+            text("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        ).all()
+    return mode, {statement[:40]: (generic, custom) for statement, generic, custom in rows}
+
+
+def test_a_postgresql_turn_reuses_one_plan_per_statement(cid: str) -> None:
+    # PostgreSQL keeps a prepared statement's generic plan only if it is estimated to cost no
+    # more than planning with each call's values; for a conversation smaller than the
+    # table's average it was not, and the window read was planned on every call. The
+    # repository's own connections keep one plan for every statement.
+    repository = SqlChatMemoryRepository.from_url(
+        server_url("postgresql"), table_prefix=PREFIX, initialize_schema="always"
+    )
+    try:
+        memory = MessageWindowChatMemory(repository, max_messages=5)
+        memory.add(cid, [SystemMessage("be brief")])
+        for turn in range(8):  # one after another: the pool keeps one connection
+            memory.get(cid)
+            memory.add(cid, [UserMessage(f"q{turn}"), AssistantMessage(f"a{turn}")])
+        window = memory.get(cid)
+        assert [message.text for message in window] == ["be brief", "q6", "a6", "q7", "a7"]
+        mode, plans = _prepared_plans(repository._engine)
+        assert mode == "force_generic_plan"
+        reads = [counts for statement, counts in plans.items() if statement.startswith("SELECT")]
+        assert reads, plans  # the window read, prepared by psycopg after five runs
+        assert all(generic >= 1 for generic, _ in reads), plans
+        assert all(custom == 0 for _, custom in reads), plans
+    finally:
+        repository.close()
+
+
+def test_a_postgresql_engine_handed_in_keeps_its_planner_settings() -> None:
+    engine = create_engine(server_url("postgresql"))
+    try:
+        repository = SqlChatMemoryRepository(
+            engine, table_prefix=PREFIX, initialize_schema="always"
+        )
+        repository.find_conversation_ids()
+        assert _prepared_plans(engine)[0] == "auto"
+    finally:
+        engine.dispose()

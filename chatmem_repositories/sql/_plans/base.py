@@ -265,7 +265,8 @@ class Plan:
     def purge(self, now: datetime) -> Program[int]:
         """Delete expired conversations; return how many.
 
-        One transaction per :data:`PURGE_BATCH` conversations: their rows locked in id order,
+        One transaction per :data:`PURGE_BATCH` conversations: their rows locked in expiry
+        order (the same for every purger: expiry only moves a row out of the expired ones),
         then their messages and rows deleted (each only if still expired).
         """
         total = 0
