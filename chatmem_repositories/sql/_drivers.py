@@ -42,6 +42,7 @@ __all__ = [
     "async_driver_connection",
     "async_execute",
     "async_execute_list",
+    "async_fetch_rows",
     "async_invalidate",
     "cancelled_or",
     "checkin",
@@ -54,6 +55,7 @@ __all__ = [
     "engine_arguments",
     "execute",
     "execute_list",
+    "fetch_rows",
     "install_deadlines",
     "invalidate",
     "prepare_owned_engine",
@@ -504,6 +506,18 @@ async def async_execute(
         await cursor.close()
 
 
+async def async_fetch_rows(driver: Any, text: str, bound: Any) -> list[Any]:
+    """Run one statement on a driver connection and return its rows (no counts).
+
+    aiosqlite runs the statement and reads its rows in one hop to its thread
+    (``execute_fetchall``), where executing and fetching took two (50-100 µs each here).
+    """
+    if hasattr(driver, "execute_fetchall"):
+        return list(await driver.execute_fetchall(text, bound))
+    rows, _, _ = await async_execute(driver, text, bound)
+    return rows
+
+
 async def async_execute_list(
     driver: Any, text: str, bound: Any
 ) -> list[tuple[list[Any], int, int | None]]:
@@ -569,6 +583,12 @@ def execute(
         return _answer(cursor)
     finally:
         cursor.close()
+
+
+def fetch_rows(driver: Any, text: str, bound: Any) -> list[Any]:
+    """Run one statement on a driver connection and return its rows (no counts)."""
+    rows, _, _ = execute(driver, text, bound)
+    return rows
 
 
 def execute_list(driver: Any, text: str, bound: Any) -> list[tuple[list[Any], int, int | None]]:

@@ -44,6 +44,7 @@ from chatmem_repositories.sql._drivers import (
     async_driver_connection,
     async_execute,
     async_execute_list,
+    async_fetch_rows,
     async_invalidate,
     deadline_of,
     sends_statement_lists,
@@ -330,7 +331,7 @@ class AsyncRunner:
             if self._psycopg:
                 await driver.set_autocommit(True)
             deadline = self._arm(driver)
-            rows, _, _ = await async_execute(driver, text, bound)
+            rows = await async_fetch_rows(driver, text, bound)
             if self._mysql_reads and not self._statement_lists:
                 # The read began a transaction; ending it here starts the next read on this
                 # connection from a fresh snapshot (InnoDB keeps a read view until the

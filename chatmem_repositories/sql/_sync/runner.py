@@ -47,6 +47,7 @@ from chatmem_repositories.sql._drivers import (
     driver_connection,
     execute,
     execute_list,
+    fetch_rows,
     invalidate,
     sends_statement_lists,
 )
@@ -332,7 +333,7 @@ class Runner:
             if self._psycopg:
                 driver.set_autocommit(True)
             deadline = self._arm(driver)
-            rows, _, _ = execute(driver, text, bound)
+            rows = fetch_rows(driver, text, bound)
             if self._mysql_reads and not self._statement_lists:
                 # The read began a transaction; ending it here starts the next read on this
                 # connection from a fresh snapshot (InnoDB keeps a read view until the
