@@ -495,8 +495,9 @@ def _decode_fast(data: str | bytes) -> Message | None:
 # turn), and the same text always decodes to the same message. Messages are immutable, so
 # the one decoded object is handed to every reader of that text, as the in-memory
 # repository hands out the objects it holds. Keyed by the exact stored text: a record that
-# differs by one byte is decoded (and checked) anew. Bounded in count and record length, so
-# it holds a few megabytes at most; lru_cache is safe across threads.
+# differs by one byte is decoded (and checked) anew. Bounded in count and record length:
+# about ten megabytes at most (1,024 records of 4,096 characters and their messages), one or
+# two for 200-character messages; lru_cache is safe across threads.
 _decode_remembered = lru_cache(maxsize=_REMEMBERED_RECORDS)(_decode_fast)
 
 
