@@ -496,7 +496,7 @@ def _decode_fast(data: str | bytes) -> Message | None:
 # the one decoded object is handed to every reader of that text, as the in-memory
 # repository hands out the objects it holds. Keyed by the exact stored text: a record that
 # differs by one byte is decoded (and checked) anew. Bounded in count and record length:
-# about ten megabytes at most (1,024 records of 4,096 characters and their messages), one or
+# about ten megabytes at most (1,024 records of 4,096 characters and their messages), about
 # two for 200-character messages; lru_cache is safe across threads.
 _decode_remembered = lru_cache(maxsize=_REMEMBERED_RECORDS)(_decode_fast)
 
