@@ -547,7 +547,7 @@ def test_a_mariadb_turn_reads_in_one_round_trip(cid: str) -> None:
     with SqlChatMemoryRepository.from_url(
         server_url("mariadb"), table_prefix=PREFIX, initialize_schema="always"
     ) as repository:
-        memory = MessageWindowChatMemory(repository, max_messages=5)
+        memory = MessageWindowChatMemory(repository, max_messages=4)
         memory.add(cid, [UserMessage("q0"), AssistantMessage("a0")])
         requests = record_mysql_round_trips(repository._engine)
         repository._engine.dispose()
