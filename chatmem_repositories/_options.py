@@ -17,6 +17,7 @@ new one.
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 import warnings
 from collections.abc import Callable, Collection, Mapping
@@ -27,7 +28,7 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError
 
-from chatmem.backend import redact_url
+from chatmem.backend import redact_url, scrub
 from chatmem.exceptions import ConfigurationError
 
 __all__ = [
@@ -319,16 +320,66 @@ def did_you_mean(name: str, known: list[str] | tuple[str, ...] | set[str]) -> st
 
 
 def split_url(url: str) -> SplitResult:
-    """Split a URL into its parts, as :func:`urllib.parse.urlsplit` does.
+    """Split a URL into its parts, as :func:`urllib.parse.urlsplit` does, host lists included.
+
+    A netloc may list several hosts (``u:pw@h1:7001,[::1]:7002,h3``: Redis Cluster seeds,
+    a MongoDB replica set, PostgreSQL's libpq hosts, Cassandra contact points). Pythons with
+    the fix for CVE-2025-0938 (recent patch releases, and backports such as Debian 12's
+    3.11.2) read such a netloc as one host and refuse it when a bracketed IPv6 host follows
+    another one. So each host of a list is checked on its own, the same way on every Python,
+    and the result's netloc is the list as written: read the hosts from it (its
+    ``hostname`` and ``port`` are those of no single host).
 
     Raises:
-        ConfigurationError: If the URL cannot be split (an unclosed IPv6 bracket), naming
+        ConfigurationError: If the URL or one of its hosts cannot be split (an unclosed IPv6
+            bracket, text around a bracketed address, an IPv4 address in brackets), naming
             the URL with its credentials hidden.
     """
     try:
-        return urlsplit(url)
+        found = _AUTHORITY.match(url)
+        if found is None:
+            return urlsplit(url)
+        userinfo, at, hosts = found["netloc"].rpartition("@")
+        checked = [_check_host(host) for host in hosts.split(",")]
+        if len(checked) == 1:
+            return urlsplit(url)
+        start, end = found.span("netloc")
+        parts = urlsplit(f"{url[:start]}{userinfo}{at}{_PLACEHOLDER}{url[end:]}")
+        userinfo = parts.netloc.rpartition("@")[0]
+        return parts._replace(netloc=f"{userinfo}{at}{','.join(checked)}")
     except ValueError as exc:
-        raise ConfigurationError(f"malformed URL {redact_url(url)!r}: {exc}") from None
+        # The message may quote a host: scrubbed in case a malformed URL put a secret there.
+        raise ConfigurationError(
+            f"malformed URL {redact_url(url)!r}: {scrub(str(exc), url)}"
+        ) from None
+
+
+# Where urlsplit finds a netloc: after an optional scheme (letters, digits, "+-." after a
+# letter) and "//", up to the first "/", "?" or "#"; it skips leading spaces and controls.
+_AUTHORITY = re.compile(r"[\x00-\x20]*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//(?P<netloc>[^/?#]*)")
+# Stands in for a host list while urlsplit splits the rest of the URL.
+_PLACEHOLDER = "hosts"
+
+
+def _check_host(host: str) -> str:
+    """Check one ``host[:port]`` of a netloc as urlsplit checks a netloc of it alone.
+
+    Returns:
+        The host as urlsplit keeps it (tabs and line breaks dropped).
+
+    Raises:
+        ValueError: For a malformed host; the message says what is wrong.
+    """
+    before, bracket, rest = host.partition("[")
+    after = rest.partition("]")[2]
+    # Pythons without the bracketed-host check accept text around the brackets, reading
+    # "h[::1]x:5" as ::1; refuse it on every Python.
+    if bracket and (before or (after and not after.startswith(":"))):
+        raise ValueError(f"host {host!r}: an IPv6 address in brackets stands alone, as [::1]:port")
+    try:
+        return urlsplit(f"//{host}").netloc
+    except ValueError as exc:
+        raise ValueError(f"host {host!r}: {exc}") from None
 
 
 def _with_query(url: str, pieces: list[str]) -> str:

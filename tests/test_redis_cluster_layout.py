@@ -27,6 +27,12 @@ def test_a_cluster_url_lists_seed_nodes_and_becomes_one_node_url_for_redis_py() 
     assert parse_url("rediss+cluster://h:1/0", {}).url.startswith("rediss://h:1")
 
 
+def test_cluster_seeds_may_all_be_ipv6_addresses() -> None:
+    url = "rediss+cluster://:pw@[2001:db8::7]:7001,[::1]/?ssl_cert_reqs=none"
+    assert cluster_seeds(url) == [("2001:db8::7", 7001), ("::1", 6379)]
+    assert parse_url(url, {}).url == "rediss://:pw@[2001:db8::7]:7001?ssl_cert_reqs=none"
+
+
 @pytest.mark.parametrize(
     ("url", "options", "message"),
     [
@@ -34,6 +40,10 @@ def test_a_cluster_url_lists_seed_nodes_and_becomes_one_node_url_for_redis_py() 
         ("redis+cluster://h:1", {"db": 3}, "only database 0"),
         ("redis+cluster://h:x,g:2", {}, "bad port"),
         ("redis+cluster://h:1,,g:2", {}, "empty one"),
+        ("redis+cluster://h:1,[::1:2", {}, r"malformed URL.*host '\[::1:2'"),
+        ("redis+cluster://h:1,[1.2.3.4]:2", {}, "IPv4 address cannot be in brackets"),
+        ("redis+cluster://h:1,[::1]x:2", {}, "brackets stands alone"),
+        ("redis+cluster://h:1,[::1]:x", {}, "bad port"),
         ("redis://h:1", {"cluster_buckets": 8}, "Redis Cluster only"),
         ("redis://h:1,g:2", {}, r"use redis\+cluster://"),
         ("redis+cluster://h:1?cluster_bukets=8", {}, "cluster_buckets"),

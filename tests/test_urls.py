@@ -12,6 +12,7 @@ from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_async_repository, create_repository, redact_url
 from chatmem_repositories.cassandra._options import parse_url as cassandra_url
 from chatmem_repositories.mongodb._options import parse_url as mongo_url
+from chatmem_repositories.options import split_url
 from tests.conftest import server_url
 
 SECRET = "Zq7-S3cret"
@@ -158,6 +159,24 @@ def test_mongodb_replica_set_url_with_credentials() -> None:
     assert settings.options.ttl is not None
 
 
+def test_a_host_list_with_ipv6_hosts_is_split_on_every_python() -> None:
+    # Pythons with the fix for CVE-2025-0938 refuse this netloc in urlsplit ("[" after text).
+    parts = split_url(f"redis+cluster://u:{SECRET}@10.0.0.1:7001,[::1]:7002,cache/0?ttl=1#f")
+    assert parts.scheme == "redis+cluster"
+    assert parts.netloc == f"u:{SECRET}@10.0.0.1:7001,[::1]:7002,cache"
+    assert (parts.path, parts.query, parts.fragment) == ("/0", "ttl=1", "f")
+    assert parts.username == "u"
+    assert parts.password == SECRET
+
+
+def test_mongodb_replica_set_url_with_an_ipv6_member() -> None:
+    url = f"mongodb://app:{SECRET}@h1:27017,[::1]:27018,[fe80::2]/db?replicaSet=rs&ttl=60"
+    settings = mongo_url(url, {})
+    assert settings.database == "db"
+    assert settings.url == f"mongodb://app:{SECRET}@h1:27017,[::1]:27018,[fe80::2]/db?replicaSet=rs"
+    assert settings.options.ttl is not None
+
+
 def test_mongodb_repeated_driver_options_reach_pymongo() -> None:
     url = "mongodb://h/db?readPreference=nearest&readPreferenceTags=dc:ny&readPreferenceTags="
     assert mongo_url(url, {}).url == url
@@ -208,6 +227,18 @@ def test_mongodb_srv_url_is_checked_without_dns() -> None:
         ("postgresql+psycopg://u@h:54x/db", "invalid SQL repository URL"),
         ("postgresql+psycopg://u@h:99999/db", "bad port"),
         ("postgresql+psycopg://u@[::1/db", "malformed URL"),
+        # A malformed host in a list is named, whatever the Python's own netloc check.
+        ("redis+cluster://h1:7001,[::1:7002", r"malformed URL.*host '\[::1:7002'"),
+        ("redis+cluster://h1:7001,[1.2.3.4]:7002", "malformed URL.*IPv4 address"),
+        ("redis+cluster://h1:7001,h2[::1]:7002", r"malformed URL.*brackets stands alone"),
+        ("redis+cluster://h1:7001,[::1]h2:7002", r"malformed URL.*brackets stands alone"),
+        ("mongodb://h1,[::1/db?replicaSet=rs", "malformed URL"),
+        ("mongodb://h1,[1.2.3.4]:27017/db", "malformed URL.*IPv4 address"),
+        ("cassandra://h1,[::1/ks", "malformed URL"),
+        ("postgresql+psycopg://u@h1:5432,[::1/db", "malformed URL"),
+        ("postgresql+psycopg://u@h1:5432,[1.2.3.4]:5433/db", "malformed URL.*IPv4 address"),
+        ("neo4j://h1:7687,[::1]:7687", "one server"),
+        ("redis://h1:6379,[::1]:6379/0", "one server"),
         ("mysql+pymysql://u@h1,h2/db", "only PostgreSQL"),
     ],
 )
@@ -216,11 +247,23 @@ def test_malformed_hosts_and_ports_are_configuration_errors(url: str, match: str
         create_repository(url).close()
 
 
+def test_a_malformed_host_in_a_list_is_named_without_the_password() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        create_repository(f"redis+cluster://u:{SECRET}@h1:7001,[::1:7002")
+    assert str(caught.value) == (
+        "malformed URL 'redis+cluster://u:***@h1:7001,[::1:7002': host '[::1:7002': "
+        "Invalid IPv6 URL"
+    )
+
+
 def test_cassandra_contact_points() -> None:
     settings, *_ = cassandra_url(f"cassandra://u:{SECRET}@[::1]:9043,h2,10.0.0.3/ks", {})
     assert settings.hosts == ("::1", "h2", "10.0.0.3")
     assert settings.port == 9043
     assert SECRET not in repr(settings)
+    settings, *_ = cassandra_url("cassandra://h1,[::1],[fe80::2]:9043/ks", {})
+    assert settings.hosts == ("h1", "::1", "fe80::2")
+    assert settings.port == 9043
 
 
 @pytest.mark.backend("postgresql")

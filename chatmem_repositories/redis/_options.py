@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, field_validator
 
@@ -143,7 +143,7 @@ def with_db(url: str, db: int | None) -> str:
     """Put ``db`` in the URL path, where redis-py looks first (``None``: leave it)."""
     if db is None:
         return url
-    return urlunsplit(urlsplit(url)._replace(path=f"/{db}"))
+    return urlunsplit(split_url(url)._replace(path=f"/{db}"))
 
 
 class RedisOptions(BaseModel):
