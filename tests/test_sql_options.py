@@ -68,6 +68,26 @@ def test_an_unknown_parameter_points_to_driver_options() -> None:
     assert "s3cret" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("hosts", "host", "port"),
+    [
+        ("h1:5432,[::1]:5433", "h1,::1", "5432,5433"),
+        ("[::1]:5433,h1,[fe80::2]", "::1,h1,fe80::2", "5433,,"),  # empty: libpq's default
+        ("[::1],[::2]", "::1,::2", ","),
+    ],
+)
+def test_a_postgresql_host_list_with_ipv6_hosts_reaches_libpq(
+    hosts: str, host: str, port: str
+) -> None:
+    # Nothing is contacted: the engine connects on first use.
+    url = f"postgresql+psycopg://u:pw@{hosts}/db?application_name=app"
+    with SqlChatMemoryRepository.from_url(url) as repository:
+        engine = repository._engine
+        _, arguments = engine.dialect.create_connect_args(engine.url)
+    assert (arguments["host"], arguments["port"]) == (host, port)
+    assert (arguments["dbname"], arguments["application_name"]) == ("db", "app")
+
+
 def test_documented_driver_parameters_reach_the_driver() -> None:
     url = server_url("postgresql")
     with SqlChatMemoryRepository.from_url(

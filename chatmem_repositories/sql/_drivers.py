@@ -130,10 +130,10 @@ _AUTHORITY = re.compile(
 
 
 def _hosts_in_query(url: str) -> str:
-    """Rewrite libpq's ``h1:5432,h2:5432`` host list into SQLAlchemy's ``?host=`` form.
+    """Rewrite libpq's ``h1:5432,[::1]:5433`` host list into SQLAlchemy's query form.
 
-    SQLAlchemy parses one host per URL; for PostgreSQL it takes several as repeated
-    ``host`` query parameters, which libpq tries in order.
+    SQLAlchemy parses one host per URL; for PostgreSQL it takes several in its ``host`` and
+    ``port`` query parameters (``host=h1,::1&port=5432,5433``), which libpq tries in order.
 
     Raises:
         ConfigurationError: If a URL of another database names several hosts.
@@ -145,10 +145,28 @@ def _hosts_in_query(url: str) -> str:
         raise ConfigurationError(
             f"only PostgreSQL URLs may name several hosts; got {redact_url(url)!r}"
         )
-    hosts = "&".join(f"host={quote(host, safe='[]:')}" for host in match["hosts"].split(","))
+    pairs = [_host_and_port(item) for item in match["hosts"].split(",")]
+    # SQLAlchemy's comma form reaches libpq as "h1,::1" and "5432,5433"; its repeated form
+    # (host=h1:5432&host=...) splits each host at every ":", which breaks IPv6 addresses.
+    hosts = "host=" + quote(",".join(host for host, _ in pairs), safe=",:")
+    if any(port for _, port in pairs):
+        hosts += "&port=" + quote(",".join(port for _, port in pairs), safe=",")
     path, mark, query = match["tail"].partition("?")
     query = f"{query}&{hosts}" if mark and query else hosts
     return f"{match['head']}{path}?{query}"
+
+
+def _host_and_port(item: str) -> tuple[str, str]:
+    """``db:5432`` -> ``("db", "5432")``, ``[::1]:5433`` -> ``("::1", "5433")``; no port: ``""``.
+
+    libpq takes an IPv6 address without brackets in its host list, and an empty port as its
+    default one.
+    """
+    if item.startswith("["):
+        host, _, rest = item[1:].partition("]")
+        return host, rest.removeprefix(":")
+    host, _, port = item.partition(":")
+    return host, port
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
