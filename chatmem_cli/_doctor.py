@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 from uuid import uuid4
 
 from chatmem import (
@@ -24,6 +24,7 @@ from chatmem import (
     __version__,
 )
 from chatmem.repository import ServerInfo
+from chatmem_repositories.options import split_url
 
 __all__ = ["Check", "doctor_checks", "drivers_for", "reach_server"]
 
@@ -84,8 +85,11 @@ def drivers_for(url: str) -> list[str]:
 
     Args:
         url: A repository URL such as ``postgresql+psycopg://...``.
+
+    Raises:
+        ConfigurationError: If the URL is malformed.
     """
-    scheme = urlsplit(url).scheme.lower()
+    scheme = split_url(url).scheme.lower()
     if scheme in _NON_SQL:
         return [_NON_SQL[scheme]]
     base, _, driver = scheme.partition("+")
@@ -107,7 +111,7 @@ def _versions(url: str) -> str:
 
 
 def _endpoints(url: str) -> list[tuple[str, int]]:
-    parts = urlsplit(url)
+    parts = split_url(url)
     scheme = parts.scheme.lower()
     port = _DEFAULT_PORTS.get(scheme.partition("+")[0]) or _DEFAULT_PORTS.get(scheme)
     if port is None:
@@ -139,6 +143,9 @@ def reach_server(url: str, timeout: float = 3.0) -> Check | None:
     Returns:
         A failed ``reachable`` check naming every host tried, or None when a host answered
         (or the URL has no network server, such as SQLite).
+
+    Raises:
+        ConfigurationError: If the URL is malformed (such as an unclosed IPv6 bracket).
     """
     sqlite = _sqlite_problem(url)
     if sqlite is not None:
@@ -151,7 +158,8 @@ def reach_server(url: str, timeout: float = 3.0) -> Check | None:
                 return None
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            problems.append(f"{host}:{port} ({reason.lower()})")
+            shown = f"[{host}]" if ":" in host else host  # "::1:5432" would read ambiguously
+            problems.append(f"{shown}:{port} ({reason.lower()})")
     if not problems:
         return None
     return Check(
@@ -163,7 +171,7 @@ def reach_server(url: str, timeout: float = 3.0) -> Check | None:
 
 
 def _sqlite_problem(url: str) -> Check | None:
-    parts = urlsplit(url)
+    parts = split_url(url)
     if parts.scheme.partition("+")[0].lower() != "sqlite" or parts.path in ("", "/"):
         return None
     path = Path(unquote(parts.path[1:]))  # sqlite:///rel.db -> rel.db, sqlite:////abs -> /abs

@@ -193,6 +193,23 @@ def test_every_command_says_in_one_line_that_the_server_is_down(command: list[st
     ]
 
 
+def test_doctor_tries_every_host_of_a_list_with_an_ipv6_one() -> None:
+    port = _closed_port()
+    code, out = invoke("doctor", "--url", f"mongodb://127.0.0.1:{port},[::1]:{port}/x")
+    assert code == 1
+    failed = [line for line in lines_of(out) if line.startswith("FAIL")]
+    assert len(failed) == 1
+    assert f"cannot connect to 127.0.0.1:{port} (" in failed[0]
+    assert f", [::1]:{port} (" in failed[0]
+
+
+def test_doctor_on_a_malformed_host_list_is_one_line() -> None:
+    code, out = invoke("doctor", "--url", "mongodb://u:Zq7-S3cret@h1,[::1/x")
+    assert code == 1
+    assert lines_of(out)[-1].startswith("error: malformed URL 'mongodb://u:***@h1,[::1/x'")
+    assert "Zq7-S3cret" not in out
+
+
 def test_doctor_names_only_the_drivers_the_url_uses() -> None:
     assert drivers_for("postgresql+psycopg://h/db") == ["sqlalchemy", "psycopg"]
     assert drivers_for("postgresql://h/db") == ["sqlalchemy", "psycopg"]
