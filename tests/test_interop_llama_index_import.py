@@ -4,6 +4,7 @@ the PostgreSQL and Redis stores of llama-index-storage-chat-store-postgres and -
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,6 +107,39 @@ def test_simple_chat_store_file(tmp_path: Path) -> None:
         store.set_messages(session, conversation(session))
     path = tmp_path / "chat_store.json"
     store.persist(str(path))
+    check(list(llama_index_simple_conversations(path)), ["alice", "bob"])
+
+
+def test_simple_chat_store_file_is_read_as_json(tmp_path: Path) -> None:
+    # The file format SimpleChatStore.persist writes, written here as text: the importer
+    # reads it without LlamaIndex's serializer (which some pydantic releases break).
+    def message(role: str, blocks: list[dict[str, object]], **kwargs: str) -> dict[str, object]:
+        return {"role": role, "additional_kwargs": kwargs, "blocks": blocks}
+
+    def text(value: str) -> dict[str, str]:
+        return {"block_type": "text", "text": value}
+
+    store = {
+        session: [
+            message("user", [text(f"weather in {session}?")]),
+            message(
+                "assistant",
+                [
+                    {
+                        "block_type": "tool_call",
+                        "tool_call_id": f"c-{session}",
+                        "tool_name": "weather",
+                        "tool_kwargs": {"city": session},
+                    }
+                ],
+            ),
+            message("tool", [text("sunny")], tool_call_id=f"c-{session}"),
+            message("assistant", [text("Sunny.")]),
+        ]
+        for session in ("alice", "bob")
+    }
+    path = tmp_path / "chat_store.json"
+    path.write_text(json.dumps({"store": store, "class_name": "SimpleChatStore"}), "utf-8")
     check(list(llama_index_simple_conversations(path)), ["alice", "bob"])
 
 
