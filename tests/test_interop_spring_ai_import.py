@@ -429,7 +429,16 @@ def test_spring_ai_neo4j_graph() -> None:
             )
 
 
+def test_a_server_url_listing_an_ipv6_host_is_left_to_its_driver() -> None:
+    # Only SQLite URLs are checked for a file before reading; a host list with a bracketed
+    # IPv6 host (which urlsplit refuses on Pythons with the bracketed-host fix) gets past
+    # the check, and nothing is read before the first conversation is asked for.
+    read_source("spring-ai-mongodb", "mongodb://127.0.0.1:1,[::1]:2/db")
+
+
 def test_spring_ai_neo4j_refuses_what_it_cannot_read() -> None:
+    with pytest.raises(SourceError, match=r"malformed URL 'bolt://\[::1'"):
+        list(spring_ai_neo4j_conversations("bolt://[::1"))
     with pytest.raises(SourceError, match="not a bolt:// or neo4j:// URL"):
         list(spring_ai_neo4j_conversations("http://127.0.0.1:7687"))
     with pytest.raises(SourceError, match="names database 'a' but database is 'b'"):

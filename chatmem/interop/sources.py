@@ -247,8 +247,12 @@ def _check_location(kind: str, url: str) -> None:
         if not Path(url).is_file():
             raise SourceError(f"{kind}: no such file: {url}")
         return
+    # Only an SQLite URL is split here: a server URL may list several hosts, which urlsplit
+    # refuses on some Pythons when one is bracketed (its driver reads the list itself).
+    if url.partition(":")[0].partition("+")[0].lower() != "sqlite":
+        return
     parts = urlsplit(url)
-    if parts.scheme.partition("+")[0].lower() == "sqlite" and parts.path not in ("", "/"):
+    if parts.path not in ("", "/"):
         path = Path(unquote(parts.path[1:]))
         if str(path) != ":memory:" and not path.is_file():
             raise SourceError(f"{kind}: no such SQLite file: {path}")

@@ -528,7 +528,10 @@ def spring_ai_neo4j_conversations(
 def _neo4j_settings(
     url: str, username: str | None, password: str | None, database: str | None
 ) -> tuple[str, tuple[str, str] | None, str | None]:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed or misplaced IPv6 bracket
+        raise SourceError(f"spring-ai-neo4j: malformed URL {redact_url(url)!r}: {exc}") from None
     if parts.scheme.lower() not in ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"):
         raise SourceError(f"spring-ai-neo4j: {redact_url(url)!r} is not a bolt:// or neo4j:// URL")
     if not parts.hostname:
