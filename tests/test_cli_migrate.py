@@ -224,19 +224,17 @@ def server_destination(request: pytest.FixtureRequest) -> Iterator[tuple[str, li
 def test_from_langchain_sql_table(
     tmp_path: Path, server_destination: tuple[str, list[str]]
 ) -> None:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from langchain_community.chat_message_histories import SQLChatMessageHistory
+    from tests.test_interop_langchain_import import write_sql_histories
 
     source = f"sqlite:///{tmp_path / 'langchain.db'}"
     destination, cleanup = server_destination
     sessions = [f"lc-{uuid4().hex[:8]}" for _ in range(3)]
     cleanup += sessions
-    for session in sessions:
-        history = SQLChatMessageHistory(session, connection=source, table_name="chats")
-        history.add_messages(_langchain_conversation(session))
+    write_sql_histories(
+        source,
+        {session: _langchain_conversation(session) for session in sessions},
+        table_name="chats",
+    )
     args = ["--from", "langchain-sql", source, destination, "--table", "chats"]
     _migrate_twice(args, 3, 15)
     stored = _stored(destination, sessions[0])

@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 import redis
+import sqlalchemy
 from langchain_core import messages as lc
 from langchain_postgres import PostgresChatMessageHistory
 
@@ -36,6 +37,22 @@ with warnings.catch_warnings():
         RedisChatMessageHistory,
         SQLChatMessageHistory,
     )
+
+
+def write_sql_histories(
+    url: str, conversations: dict[str, list[lc.BaseMessage]], **options: Any
+) -> None:
+    """Write each conversation with LangChain's SQLChatMessageHistory, on an engine of ours.
+
+    Given a URL, the history makes an engine it never disposes; its SQLite connections are
+    then closed by the garbage collector, which Python 3.13 reports as a ResourceWarning.
+    """
+    engine = sqlalchemy.create_engine(url)
+    try:
+        for session, messages in conversations.items():
+            SQLChatMessageHistory(session, connection=engine, **options).add_messages(messages)
+    finally:
+        engine.dispose()
 
 
 def conversation(tag: str) -> list[lc.BaseMessage]:
@@ -66,8 +83,7 @@ def check_import(source: Iterator, sessions: list[str]) -> None:
 def test_sql_chat_message_history_table(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'langchain.db'}"
     sessions = ["alice", "bob"]
-    for session in sessions:
-        SQLChatMessageHistory(session, connection=url).add_messages(conversation(session))
+    write_sql_histories(url, {session: conversation(session) for session in sessions})
     check_import(langchain_sql_conversations(url), sessions)
 
 
@@ -196,7 +212,7 @@ def test_the_direct_path_gives_what_langchains_classes_give(timed: bool) -> None
 
 def test_ids_are_known_without_converting(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'langchain.db'}"
-    SQLChatMessageHistory("s", connection=url).add_messages(conversation("s"))
+    write_sql_histories(url, {"s": conversation("s")})
     (imported,) = langchain_sql_conversations(url)
     assert "deferred" in repr(imported)
     ids = imported.message_ids
@@ -209,8 +225,7 @@ def test_an_interrupted_import_is_resumed_converting_only_what_is_missing(
     tmp_path: Path,
 ) -> None:
     url = f"sqlite:///{tmp_path / 'langchain.db'}"
-    for session in ("a", "b", "c"):
-        SQLChatMessageHistory(session, connection=url).add_messages(conversation(session))
+    write_sql_histories(url, {session: conversation(session) for session in ("a", "b", "c")})
     repository = InMemoryChatMemoryRepository()
     a, b, _ = langchain_sql_conversations(url)
     # As if a run stopped after conversation a and the first two messages of b.
@@ -233,8 +248,7 @@ def test_an_interrupted_import_is_resumed_converting_only_what_is_missing(
 def test_concurrent_import_reports_in_the_source_order(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'langchain.db'}"
     sessions = [f"s{i:02d}" for i in range(12)]
-    for session in sessions:
-        SQLChatMessageHistory(session, connection=url).add_messages(conversation(session))
+    write_sql_histories(url, {session: conversation(session) for session in sessions})
     repository = InMemoryChatMemoryRepository()
     seen: list[tuple[str, int]] = []
     report = import_conversations(

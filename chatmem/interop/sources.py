@@ -30,6 +30,7 @@ Example:
     ```python
     import sqlite3
     import tempfile
+    from contextlib import closing
     from pathlib import Path
 
     from chatmem import InMemoryChatMemoryRepository
@@ -37,7 +38,7 @@ Example:
 
     # A table as LangChain's SQLChatMessageHistory writes it.
     path = Path(tempfile.mkdtemp()) / "langchain.db"
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db, db:
         db.execute("CREATE TABLE message_store (id INTEGER PRIMARY KEY, session_id, message)")
         db.execute(
             "INSERT INTO message_store (session_id, message) VALUES (?, ?)",
