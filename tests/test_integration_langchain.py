@@ -73,6 +73,74 @@ async def test_async_add_read_clear(async_repository: Any) -> None:
         _ = history.messages
 
 
+def tool_loop_batches(call_id: str) -> list[list[lc.BaseMessage]]:
+    """LangChain's usual tool loop: each result arrives after its call, without a ``name``."""
+    calls = [
+        {"name": "weather", "args": {"city": "Paris"}, "id": call_id},
+        {"name": "clock", "args": {"city": "Paris"}, "id": f"{call_id}-2"},
+    ]
+    return [
+        [lc.HumanMessage("weather and time?"), lc.AIMessage("", tool_calls=calls)],
+        [lc.ToolMessage("sunny", tool_call_id=call_id)],
+        [lc.ToolMessage("noon", tool_call_id=f"{call_id}-2"), lc.AIMessage("Sunny at noon.")],
+    ]
+
+
+def result_names(stored: list[Any]) -> list[tuple[str, str]]:
+    return [(r.id, r.name) for m in stored if m.type == "tool" for r in m.responses]
+
+
+class FourMethodRepository:
+    """A third-party repository with only Spring AI's four methods (no append)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, list[Any]] = {}
+
+    def find_conversation_ids(self) -> list[str]:
+        return list(self.data)
+
+    def find_by_conversation_id(self, conversation_id: str) -> list[Any]:
+        return list(self.data.get(conversation_id, []))
+
+    def save_all(self, conversation_id: str, messages: Any) -> None:
+        self.data[conversation_id] = list(messages)
+
+    def delete_by_conversation_id(self, conversation_id: str) -> None:
+        self.data.pop(conversation_id, None)
+
+
+def test_tool_results_added_after_their_call_keep_the_tool_name(repository: Any) -> None:
+    conversation = new_conversation_id()
+    history = ChatmemMessageHistory(conversation, repository)
+    for batch in tool_loop_batches("n1"):
+        history.add_messages(batch)
+    stored = repository.find_by_conversation_id(conversation)
+    assert result_names(stored) == [("n1", "weather"), ("n1-2", "clock")]
+    # LangChain gets back what it added.
+    assert [m.type for m in history.messages] == ["human", "ai", "tool", "tool", "ai"]
+    assert history.messages[2].name is None
+
+
+def test_tool_results_keep_the_tool_name_on_a_repository_that_does_not_append() -> None:
+    repository = FourMethodRepository()
+    history = ChatmemMessageHistory("c", repository)
+    for batch in tool_loop_batches("n1"):
+        history.add_messages(batch)
+    stored = repository.find_by_conversation_id("c")
+    assert result_names(stored) == [("n1", "weather"), ("n1-2", "clock")]
+
+
+async def test_async_tool_results_added_after_their_call_keep_the_tool_name(
+    async_repository: Any,
+) -> None:
+    conversation = new_conversation_id()
+    history = ChatmemMessageHistory(conversation, async_repository)
+    for batch in tool_loop_batches("n1"):
+        await history.aadd_messages(batch)
+    stored = await async_repository.find_by_conversation_id(conversation)
+    assert result_names(stored) == [("n1", "weather"), ("n1-2", "clock")]
+
+
 def test_window_keeps_whole_turns_and_tool_pairs(repository: Any) -> None:
     conversation = new_conversation_id()
     full = ChatmemMessageHistory(conversation, repository)

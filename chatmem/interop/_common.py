@@ -1,27 +1,29 @@
-"""Helpers shared by the converters: the error, lazy imports, envelopes and JSON arguments."""
+"""Helpers shared by the converters: the error, lazy imports, envelopes, JSON arguments, names."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from types import ModuleType
 from typing import Any
 
 from chatmem.exceptions import ChatMemError
-from chatmem.messages import Message
+from chatmem.messages import AssistantMessage, Message, ToolResponseMessage
 
 __all__ = [
     "ENVELOPE_KEY",
     "ConversionError",
     "arguments_to_object",
+    "call_names",
     "envelope_of",
     "field_defaults",
     "holds_defaults",
     "object_to_arguments",
     "require",
+    "unnamed_results",
     "with_envelope",
 ]
 
@@ -177,3 +179,29 @@ def holds_defaults(value: object, defaults: dict[str, Any]) -> bool:
         defaults: Field name -> default.
     """
     return all(getattr(value, name) == default for name, default in defaults.items())
+
+
+def call_names(latest: Message | None) -> dict[str, str]:
+    """Return tool names by call id for tool results added after their call.
+
+    Frameworks add a tool result in a later call than the assistant message that made the
+    call, and their tool messages may carry only the call id: such a result is named after the
+    calls of the conversation's newest assistant message.
+
+    Args:
+        latest: The conversation's newest assistant message, or ``None``.
+    """
+    if isinstance(latest, AssistantMessage):
+        return {c.id: c.name for c in latest.tool_calls}
+    return {}
+
+
+def unnamed_results(messages: Sequence[Message]) -> bool:
+    """Whether a converted tool result has no tool name (its call was not among the messages).
+
+    Args:
+        messages: Converted messages.
+    """
+    return any(
+        not r.name for m in messages if isinstance(m, ToolResponseMessage) for r in m.responses
+    )

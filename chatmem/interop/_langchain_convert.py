@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from chatmem.interop._common import (
@@ -331,15 +331,23 @@ def _pieces(
     return [(converted, group if isinstance(group, str) else None)]
 
 
-def from_langchain(messages: Iterable[lc.BaseMessage], *, lossy: bool = False) -> list[Message]:
+def from_langchain(
+    messages: Iterable[lc.BaseMessage],
+    *,
+    lossy: bool = False,
+    tool_names: Mapping[str, str] | None = None,
+) -> list[Message]:
     """Convert LangChain messages to messages.
 
     Consecutive ``ToolMessage`` objects that came from one chatmem tool response message are
-    joined again; any other ``ToolMessage`` becomes a tool response message of its own.
+    joined again; any other ``ToolMessage`` becomes a tool response message of its own. A
+    ``ToolMessage`` without a ``name`` is named after the ``AIMessage`` tool call it answers.
 
     Args:
         messages: LangChain messages, oldest first.
         lossy: Leave out fields that are not JSON instead of raising.
+        tool_names: Tool names by call id, for results whose call came earlier than
+            ``messages`` (as when a history adds a tool result alone).
 
     Raises:
         ConversionError: For a message type chatmem has no equivalent of, or (unless
@@ -347,7 +355,7 @@ def from_langchain(messages: Iterable[lc.BaseMessage], *, lossy: bool = False) -
     """
     out: list[Message] = []
     last_group: str | None = None
-    names: dict[str, str] = {}
+    names: dict[str, str] = dict(tool_names or {})
     for message in messages:
         for converted, group in _pieces(message, names, lossy=lossy):
             previous = out[-1] if out else None

@@ -11,8 +11,10 @@ from langchain_core.messages import BaseMessage
 
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
+from chatmem.interop._common import call_names, unnamed_results
 from chatmem.interop._langchain_convert import from_langchain, to_langchain
 from chatmem.memory import AsyncMessageWindowChatMemory, MessageWindowChatMemory
+from chatmem.messages import AssistantMessage, Message, MessageType
 from chatmem.repository import (
     AsyncChatMemoryLog,
     AsyncChatMemoryRepository,
@@ -27,11 +29,24 @@ def _is_async(repository: object) -> bool:
     return inspect.iscoroutinefunction(getattr(repository, "save_all", None))
 
 
+def _latest_assistant(history: Sequence[Message]) -> Message | None:
+    return next((m for m in reversed(history) if isinstance(m, AssistantMessage)), None)
+
+
+def _named(messages: Sequence[BaseMessage], latest: Message | None) -> list[Message]:
+    # LangChain's tool loop adds a ToolMessage, which need not carry a name, in a later call
+    # than the AIMessage with its call: it is named after the newest stored assistant message's
+    # calls (asked only then, so adding a turn costs no extra read).
+    return from_langchain(messages, tool_names=call_names(latest))
+
+
 class ChatmemMessageHistory(BaseChatMessageHistory):
     """LangChain's ``BaseChatMessageHistory`` over a chatmem repository, sync and async.
 
     Adding appends to the repository (nothing is rewritten, concurrent writers lose
-    nothing). Reading returns, by default, the **whole history**, which is LangChain's
+    nothing). A ``ToolMessage`` without a ``name`` is stored with the name of the call it
+    answers, also when it is added after the ``AIMessage`` holding that call, as LangChain's
+    tool loop does. Reading returns, by default, the **whole history**, which is LangChain's
     contract for ``messages``; with ``max_messages`` it returns chatmem's turn-safe window
     instead: the system message and the newest whole turns that fit, never a tool result
     without its call. A window read costs the same at 10 or 10,000 stored messages, so a
@@ -131,9 +146,14 @@ class ChatmemMessageHistory(BaseChatMessageHistory):
         repository = self._sync().repository
         converted = from_langchain(messages)
         if self._log is not None:
+            if unnamed_results(converted):
+                latest = self._log.find_latest(self.conversation_id, MessageType.ASSISTANT)
+                converted = _named(messages, latest.message if latest is not None else None)
             self._log.append(self.conversation_id, converted)
         else:
             history = repository.find_by_conversation_id(self.conversation_id)
+            if unnamed_results(converted):
+                converted = _named(messages, _latest_assistant(history))
             repository.save_all(self.conversation_id, [*history, *converted])
 
     def clear(self) -> None:
@@ -164,9 +184,15 @@ class ChatmemMessageHistory(BaseChatMessageHistory):
         converted = from_langchain(messages)
         repository = self._async_memory.repository
         if self._async_log is not None:
+            if unnamed_results(converted):
+                log = self._async_log
+                latest = await log.find_latest(self.conversation_id, MessageType.ASSISTANT)
+                converted = _named(messages, latest.message if latest is not None else None)
             await self._async_log.append(self.conversation_id, converted)
         else:
             history = await repository.find_by_conversation_id(self.conversation_id)
+            if unnamed_results(converted):
+                converted = _named(messages, _latest_assistant(history))
             await repository.save_all(self.conversation_id, [*history, *converted])
 
     async def aclear(self) -> None:

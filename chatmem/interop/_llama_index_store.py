@@ -11,8 +11,9 @@ from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
 from chatmem.exceptions import ConfigurationError
+from chatmem.interop._common import call_names
 from chatmem.interop._llama_index_convert import from_llama_index, to_llama_index
-from chatmem.messages import AssistantMessage, MessageType
+from chatmem.messages import MessageType
 from chatmem.repository import AsyncChatMemoryLog, ChatMemoryLog, StoredMessage
 
 __all__ = ["ARCHIVE_SUFFIX", "ChatmemChatStore", "ChatmemDBChatStore"]
@@ -27,10 +28,7 @@ def _is_async(repository: object) -> bool:
 
 def _call_names(latest: StoredMessage | None) -> dict[str, str]:
     # A tool message appended alone is named after the newest assistant message's calls.
-    message = latest.message if latest is not None else None
-    if isinstance(message, AssistantMessage):
-        return {c.id: c.name for c in message.tool_calls}
-    return {}
+    return call_names(latest.message if latest is not None else None)
 
 
 class ChatmemChatStore(BaseChatStore):
