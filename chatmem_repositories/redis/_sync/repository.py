@@ -203,6 +203,10 @@ class RedisChatMemoryRepository:
             raise ConfigurationError(
                 f"invalid Redis URL {redact_url(url)!r}: {scrub(str(exc), url)}"
             ) from None
+        except DRIVER_ERRORS as exc:
+            # redis-py's sync RedisCluster connects when it is built (the other clients on
+            # their first call): no node answering is chatmem's error, as on any later call.
+            raise translate_error(exc, redact_url(url), "connecting") from exc
         repository = cls(
             client,
             key_prefix=parsed.options.key_prefix,
