@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import re
+import sqlite3
+import time
 import weakref
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
-from sqlalchemy import Connection, Engine, MetaData, create_engine, event
+from sqlalchemy import Connection, Engine, MetaData, create_engine, event, func, select
 from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.ext.asyncio import create_async_engine as async_create_engine
@@ -44,6 +48,7 @@ __all__ = [
     "async_execute_list",
     "async_fetch_rows",
     "async_invalidate",
+    "async_to_completion",
     "cancelled_or",
     "checkin",
     "checkout",
@@ -60,7 +65,10 @@ __all__ = [
     "invalidate",
     "prepare_owned_engine",
     "sends_statement_lists",
+    "to_completion",
 ]
+
+T = TypeVar("T")
 
 # Driver chosen when a URL names none (or a sync-only one for the async repository).
 _SYNC_DRIVERS = {"postgresql": "psycopg", "mysql": "pymysql", "mariadb": "pymysql"}
@@ -169,10 +177,24 @@ def _host_and_port(item: str) -> tuple[str, str]:
     return host, port
 
 
+_WAL_SWITCH_TRIES = 100  # 10 ms apart; one more always sufficed (2,000 connections racing)
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets readers run while one writer holds the lock; NORMAL sync is safe with WAL.
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    for tries_left in reversed(range(_WAL_SWITCH_TRIES)):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            # Connections first opening a new file at once each switch it to WAL, and SQLite
+            # tells all but one "database is locked" at once, not after its busy timeout:
+            # each holds the read lock the others' switch waits for. Once one has switched,
+            # the pragma finds the file in WAL mode.
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or not tries_left:
+                raise
+            time.sleep(0.01)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
@@ -468,6 +490,44 @@ def cancelled_or(exc: Exception) -> BaseException:
     return exc
 
 
+async def async_to_completion(call: Callable[[], Awaitable[T]]) -> T:
+    """Run ``call()`` to its end even if the caller is cancelled meanwhile, then raise that.
+
+    For work that must not stop halfway: the caller returns no sooner than the work, and a
+    cancellation is raised (from the work's error, if it failed) once the work has ended.
+
+    Args:
+        call: Makes the coroutine to run.
+
+    Returns:
+        What the coroutine returned.
+    """
+    task = asyncio.ensure_future(call())
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait((task,))
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        if not task.cancelled():
+            cancelled.__cause__ = task.exception()
+        raise cancelled
+    return task.result()
+
+
+def to_completion(call: Callable[[], T]) -> T:
+    """The sync twin of :func:`async_to_completion`: a sync call is never cancelled.
+
+    Args:
+        call: The work.
+
+    Returns:
+        What ``call`` returned.
+    """
+    return call()
+
+
 async def async_checkout(engine: AsyncEngine) -> PoolProxiedConnection:
     """Take a connection from the engine's pool (pre-pinged if the engine asks for it)."""
     return await engine.raw_connection()
@@ -693,10 +753,67 @@ def install_deadlines(
 
 
 async def async_create_all(connection: AsyncConnection, metadata: MetaData) -> None:
-    """Create the tables and indexes that are missing."""
-    await connection.run_sync(metadata.create_all)
+    """Create the tables and indexes that are missing (see :func:`create_all`)."""
+    await connection.run_sync(create_all, metadata)
 
 
 def create_all(connection: Connection, metadata: MetaData) -> None:
-    """Create the tables and indexes that are missing."""
-    metadata.create_all(connection)
+    """Create the tables and indexes that are missing, safe beside other creators.
+
+    ``create_all`` checks which tables exist, then creates the others: two processes first
+    using a new database at once both found them missing, and the later ``CREATE TABLE``
+    failed (SQLite's and MySQL's "already exists", a duplicate key in PostgreSQL's
+    catalog). So the check and the creation run under a lock of the database: a second
+    creator waits, then finds the whole schema made. Taking "already exists" as success
+    would not do: a table found made says nothing of its indexes, which its creator may
+    still be making (``create_all`` skips the indexes of a table that exists). Nor would
+    ``IF NOT EXISTS``: PostgreSQL's still fails in such a race, and MySQL has no ``CREATE
+    INDEX IF NOT EXISTS``.
+
+    Args:
+        connection: A connection in a transaction (``engine.begin()``).
+        metadata: The tables.
+
+    Raises:
+        TimeoutError: If MySQL's lock was held by another creator for a minute.
+    """
+    with _schema_lock(connection, metadata):
+        metadata.create_all(connection)
+
+
+_SCHEMA_LOCK_WAIT = 60  # seconds MySQL waits for another creator (the deadline may end it first)
+
+
+@contextmanager
+def _schema_lock(connection: Connection, metadata: MetaData) -> Iterator[None]:
+    """Hold the database's lock on creating these tables (SQL Server and Oracle: none)."""
+    # Named after the tables: repositories with other table prefixes do not wait.
+    key = hashlib.blake2b(" ".join(sorted(metadata.tables)).encode(), digest_size=4)
+    name = connection.dialect.name
+    if name == "sqlite":
+        # SQLite's DDL is transactional, but sqlite3 begins no transaction for it (each
+        # CREATE committed alone): begin one that holds the write lock from the start.
+        if not _in_transaction(connection.connection.driver_connection):
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        yield
+    elif name == "postgresql":
+        # Released at the commit that makes the tables visible to the next creator. A 32-bit
+        # key: any driver binds it as an integer the bigint parameter takes.
+        lock_id = int.from_bytes(key.digest(), "big", signed=True)
+        connection.execute(select(func.pg_advisory_xact_lock(lock_id)))
+        yield
+    elif name in _MYSQL:
+        # Each DDL statement commits at once: a lock of the session, released when done
+        # (or by the server, if the connection is lost).
+        lock_name = f"chatmem_schema_{key.hexdigest()}"
+        if connection.scalar(select(func.get_lock(lock_name, _SCHEMA_LOCK_WAIT))) != 1:
+            raise TimeoutError(
+                f"another process has been creating the tables for {_SCHEMA_LOCK_WAIT} s"
+            )
+        try:
+            yield
+        finally:
+            if not connection.invalidated:  # a lost connection's lock is the server's to free
+                connection.execute(select(func.release_lock(lock_name)))
+    else:
+        yield

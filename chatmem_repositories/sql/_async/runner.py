@@ -46,6 +46,7 @@ from chatmem_repositories.sql._drivers import (
     async_execute_list,
     async_fetch_rows,
     async_invalidate,
+    async_to_completion,
     deadline_of,
     sends_statement_lists,
 )
@@ -184,12 +185,19 @@ class AsyncRunner:
         async with self._schema_lock:
             if self._ready:
                 return
-            try:
-                async with self._engine.begin() as connection:
-                    await async_create_all(connection, self._metadata)
-            except _ERRORS as exc:
-                raise map_error(exc, self._backend) from exc
+            # Run to its end even if the caller is cancelled (CancelledError follows): a
+            # connection SQLAlchemy closed on a cancellation inside the schema's transaction
+            # stayed open in SQLite while its statement was still referenced, and kept the
+            # database locked (the next call waited 30 s for it).
+            await async_to_completion(self._create_schema)
             self._ready = True
+
+    async def _create_schema(self) -> None:
+        try:
+            async with self._engine.begin() as connection:
+                await async_create_all(connection, self._metadata)
+        except _ERRORS as exc:
+            raise map_error(exc, self._backend) from exc
 
     async def perform(self, program: Program[T], *, schema: bool = True) -> T:
         """Run a plan's program: each step on the engine, its answer sent back.

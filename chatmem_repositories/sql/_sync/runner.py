@@ -50,6 +50,7 @@ from chatmem_repositories.sql._drivers import (
     fetch_rows,
     invalidate,
     sends_statement_lists,
+    to_completion,
 )
 from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_error
 from chatmem_repositories.sql._plans.steps import (
@@ -186,12 +187,19 @@ class Runner:
         with self._schema_lock:
             if self._ready:
                 return
-            try:
-                with self._engine.begin() as connection:
-                    create_all(connection, self._metadata)
-            except _ERRORS as exc:
-                raise map_error(exc, self._backend) from exc
+            # Run to its end even if the caller is cancelled (CancelledError follows): a
+            # connection SQLAlchemy closed on a cancellation inside the schema's transaction
+            # stayed open in SQLite while its statement was still referenced, and kept the
+            # database locked (the next call waited 30 s for it).
+            to_completion(self._create_schema)
             self._ready = True
+
+    def _create_schema(self) -> None:
+        try:
+            with self._engine.begin() as connection:
+                create_all(connection, self._metadata)
+        except _ERRORS as exc:
+            raise map_error(exc, self._backend) from exc
 
     def perform(self, program: Program[T], *, schema: bool = True) -> T:
         """Run a plan's program: each step on the engine, its answer sent back.
