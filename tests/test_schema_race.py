@@ -148,3 +148,51 @@ async def test_async_sql_first_appends_racing_to_create_the_tables_all_succeed(
     finally:
         for repository in repositories:
             await repository.aclose()
+
+
+# -- Neo4j: a new label prefix -----------------------------------------------------------------
+
+
+@pytest.fixture
+def neo4j_prefix() -> Iterator[str]:
+    """A label prefix new to the server; its nodes, constraints and indexes dropped after."""
+    from neo4j import GraphDatabase
+
+    url = server_url("neo4j")
+    prefix = f"Race{uuid.uuid4().hex[:12]}"
+    yield prefix
+    with GraphDatabase.driver(url) as driver:
+        driver.execute_query(
+            f"MATCH (n) WHERE n:{prefix}Conversation OR n:{prefix}Message DETACH DELETE n"
+        )
+        # Constraints first: each drops the index it owns.
+        for kind, kinds in (("CONSTRAINT", "CONSTRAINTS"), ("INDEX", "INDEXES")):
+            for record in driver.execute_query(f"SHOW {kinds} YIELD name").records:
+                if record["name"].startswith(f"chatmem_{prefix}_"):
+                    driver.execute_query(f"DROP {kind} {record['name']} IF EXISTS")
+
+
+@pytest.mark.backend("neo4j")
+def test_neo4j_first_appends_racing_to_create_the_constraints_all_succeed(
+    neo4j_prefix: str,
+) -> None:
+    url = server_url("neo4j")
+    with ExitStack() as stack:
+        repositories = [
+            stack.enter_context(create_repository(url, label_prefix=neo4j_prefix))
+            for _ in range(RACERS)
+        ]
+        first_appends_race(repositories)
+
+
+@pytest.mark.backend("neo4j")
+async def test_async_neo4j_first_appends_racing_to_create_the_constraints_all_succeed(
+    neo4j_prefix: str,
+) -> None:
+    url = server_url("neo4j")
+    repositories = [create_async_repository(url, label_prefix=neo4j_prefix) for _ in range(RACERS)]
+    try:
+        await async_first_appends_race(repositories)
+    finally:
+        for repository in repositories:
+            await repository.aclose()

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, LiteralString
 
-from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncSession
+from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncManagedTransaction, AsyncSession
 from neo4j.exceptions import ClientError
 
 from chatmem.backend import AsyncLock, Clock, async_sleep
@@ -34,8 +34,16 @@ _LOST_NODE_ATTEMPTS = 10
 Rows = list[list[Any]]
 
 
+async def _create_rule(tx: AsyncManagedTransaction, statement: LiteralString) -> None:
+    await (await tx.run(statement)).consume()
+
+
 async def create_rules(session: AsyncSession, statements: Iterable[LiteralString]) -> None:
     """Run ``CREATE ... IF NOT EXISTS`` statements, then wait for the indexes to be online.
+
+    Each runs in a managed transaction, which the driver runs again after a transient
+    error: creators of the same rules at once deadlock on Neo4j's schema locks, and the
+    one run again finds the rule made (or makes it).
 
     Args:
         session: A session on the database.
@@ -43,7 +51,7 @@ async def create_rules(session: AsyncSession, statements: Iterable[LiteralString
     """
     for statement in statements:
         try:
-            await (await session.run(statement)).consume()
+            await session.execute_write(_create_rule, statement)
         except ClientError as exc:
             # Another process created the same rule a moment earlier (IF NOT EXISTS races).
             if "AlreadyExists" not in (exc.code or ""):

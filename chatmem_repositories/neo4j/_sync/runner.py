@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, LiteralString
 
-from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, Session
+from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Session
 from neo4j.exceptions import ClientError
 
 from chatmem.backend import Clock, Lock, sleep
@@ -36,8 +36,16 @@ _LOST_NODE_ATTEMPTS = 10
 Rows = list[list[Any]]
 
 
+def _create_rule(tx: ManagedTransaction, statement: LiteralString) -> None:
+    (tx.run(statement)).consume()
+
+
 def create_rules(session: Session, statements: Iterable[LiteralString]) -> None:
     """Run ``CREATE ... IF NOT EXISTS`` statements, then wait for the indexes to be online.
+
+    Each runs in a managed transaction, which the driver runs again after a transient
+    error: creators of the same rules at once deadlock on Neo4j's schema locks, and the
+    one run again finds the rule made (or makes it).
 
     Args:
         session: A session on the database.
@@ -45,7 +53,7 @@ def create_rules(session: Session, statements: Iterable[LiteralString]) -> None:
     """
     for statement in statements:
         try:
-            (session.run(statement)).consume()
+            session.execute_write(_create_rule, statement)
         except ClientError as exc:
             # Another process created the same rule a moment earlier (IF NOT EXISTS races).
             if "AlreadyExists" not in (exc.code or ""):
