@@ -18,6 +18,7 @@ from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import create_engine, inspect
@@ -150,6 +151,33 @@ async def test_async_sql_first_appends_racing_to_create_the_tables_all_succeed(
             await repository.aclose()
 
 
+# -- Cassandra: a new keyspace -----------------------------------------------------------------
+
+
+@pytest.mark.backend("cassandra")
+def test_cassandra_first_appends_racing_to_create_the_keyspace_all_succeed() -> None:
+    from cassandra.cluster import Cluster
+
+    from chatmem_repositories.cassandra import CassandraChatMemoryRepository
+
+    url = urlsplit(server_url("cassandra"))
+    keyspace = f"race_{uuid.uuid4().hex[:12]}"
+    # Connected before the race (one cluster each, as separate processes would have), so the
+    # barrier releases the keyspace and table creations themselves together.
+    clusters = [Cluster([url.hostname], port=url.port or 9042) for _ in range(3)]
+    try:
+        sessions = [cluster.connect() for cluster in clusters]
+        repositories = [
+            CassandraChatMemoryRepository(session, keyspace=keyspace, create_keyspace=True)
+            for session in sessions
+        ]
+        first_appends_race(repositories)
+    finally:
+        sessions[0].execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        for cluster in clusters:
+            cluster.shutdown()
+
+
 # -- Neo4j: a new label prefix -----------------------------------------------------------------
 
 
@@ -191,6 +219,55 @@ async def test_async_neo4j_first_appends_racing_to_create_the_constraints_all_su
 ) -> None:
     url = server_url("neo4j")
     repositories = [create_async_repository(url, label_prefix=neo4j_prefix) for _ in range(RACERS)]
+    try:
+        await async_first_appends_race(repositories)
+    finally:
+        for repository in repositories:
+            await repository.aclose()
+
+
+# -- MongoDB (FerretDB): a new collection prefix -----------------------------------------------
+
+
+@pytest.fixture
+def mongodb_prefix() -> Iterator[str]:
+    from pymongo import MongoClient
+
+    url = server_url("mongodb")
+    prefix = f"race{uuid.uuid4().hex[:12]}_"
+    yield prefix
+    client: MongoClient[dict[str, Any]] = MongoClient(url, serverSelectionTimeoutMS=5000)
+    try:
+        database = client.get_default_database()
+        for name in database.list_collection_names():
+            if name.startswith(prefix):
+                database.drop_collection(name)
+    finally:
+        client.close()
+
+
+@pytest.mark.backend("mongodb")
+@pytest.mark.parametrize("ttl", [None, 3600], ids=["no-ttl", "ttl"])
+def test_mongodb_first_appends_racing_to_create_the_indexes_all_succeed(
+    mongodb_prefix: str, ttl: int | None
+) -> None:
+    url = server_url("mongodb")
+    with ExitStack() as stack:
+        repositories = [
+            stack.enter_context(create_repository(url, collection_prefix=mongodb_prefix, ttl=ttl))
+            for _ in range(RACERS)
+        ]
+        first_appends_race(repositories)
+
+
+@pytest.mark.backend("mongodb")
+async def test_async_mongodb_first_appends_racing_to_create_the_indexes_all_succeed(
+    mongodb_prefix: str,
+) -> None:
+    url = server_url("mongodb")
+    repositories = [
+        create_async_repository(url, collection_prefix=mongodb_prefix) for _ in range(RACERS)
+    ]
     try:
         await async_first_appends_race(repositories)
     finally:
