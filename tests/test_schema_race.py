@@ -11,10 +11,11 @@ idempotent is there).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from chatmem import UserMessage
+from chatmem import RepositoryConnectionError, RepositoryError, UserMessage
 from chatmem_repositories import create_async_repository, create_repository
 from tests.conftest import server_url
 
@@ -149,6 +150,27 @@ async def test_async_sql_first_appends_racing_to_create_the_tables_all_succeed(
     finally:
         for repository in repositories:
             await repository.aclose()
+
+
+def test_a_schema_sqlite_refuses_is_not_half_made_nor_called_a_connection_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "taken.db"
+    with closing(sqlite3.connect(path, isolation_level=None)) as database:
+        # A name the schema needs is taken, by an index on another table.
+        database.execute("CREATE TABLE other (x INTEGER)")
+        database.execute("CREATE INDEX race_conversations_owner ON other (x)")
+    with create_repository(f"sqlite:///{path}", table_prefix="race_") as repository:
+        with pytest.raises(RepositoryError, match="already exists") as refused:
+            repository.append("c", [UserMessage("lost")])
+        assert not isinstance(refused.value, RepositoryConnectionError)
+        with closing(sqlite3.connect(path, isolation_level=None)) as database:
+            names = {row[0] for row in database.execute("SELECT name FROM sqlite_master")}
+            # All or nothing: no table was left without its indexes.
+            assert names == {"other", "race_conversations_owner"}
+            database.execute("DROP INDEX race_conversations_owner")
+        repository.append("c", [UserMessage("kept")])  # the next call creates the schema
+        assert [m.text for m in repository.find_by_conversation_id("c")] == ["kept"]
 
 
 # -- Cassandra: a new keyspace -----------------------------------------------------------------

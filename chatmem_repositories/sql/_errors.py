@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from sqlalchemy import exc as sa_exc
 
 from chatmem.exceptions import (
@@ -86,6 +88,10 @@ def _classify(exc: BaseException) -> type[RepositoryError]:
     text = str(orig).lower()
     if "database is locked" in text or "timeout" in text or "timed out" in text:
         return RepositoryTimeoutError
+    # SQLite's generic error code is its answer to a statement it refused ("table ... already
+    # exists", "no such table"), not a failure to reach the file.
+    if getattr(orig, "sqlite_errorcode", None) == sqlite3.SQLITE_ERROR:
+        return RepositoryError
     # Client-side failures to reach the server carry no SQLSTATE (psycopg) or are plain
     # OperationalErrors from the driver (sqlite: "unable to open database file").
     if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError) and state is None:
