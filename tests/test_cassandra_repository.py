@@ -83,38 +83,23 @@ def test_bad_urls_fail_before_io(bad: str) -> None:
         CassandraChatMemoryRepository.from_url(bad)
 
 
-@pytest.mark.parametrize(
-    ("old", "value", "new", "expected"),
-    [
-        ("request_timeout", "3", "read_timeout", 3.0),
-        ("initialize_schema", "false", "initialize_schema", "never"),
-    ],
-)
-def test_former_option_names_and_values_still_work_with_a_deprecation_warning(
-    old: str, value: str, new: str, expected: object
-) -> None:
-    with pytest.warns(DeprecationWarning, match=new):
-        repository = CassandraChatMemoryRepository.from_url(
-            f"cassandra://127.0.0.1/ks?{old}={value}"
-        )
-    got = getattr(repository._options, new)
-    assert (got.total_seconds() if new == "read_timeout" else got) == expected
-    repository.close()
-
-
-def test_former_constructor_keywords_still_work_with_a_deprecation_warning() -> None:
+def test_constructor_keywords_are_the_current_names_only() -> None:
     cluster = Cluster(["127.0.0.1"], port=1)
-    with pytest.warns(DeprecationWarning, match="read_timeout"):
-        repository = CassandraChatMemoryRepository(cluster, keyspace="ks", request_timeout=3)
+    repository = CassandraChatMemoryRepository(
+        cluster, keyspace="ks", read_timeout=3, initialize_schema="never"
+    )
     assert repository._options.read_timeout.total_seconds() == 3
-    with pytest.warns(DeprecationWarning, match="initialize_schema"):
-        repository = CassandraChatMemoryRepository(cluster, keyspace="ks", initialize_schema=False)  # type: ignore[arg-type]
     assert repository._options.initialize_schema == "never"
-    with pytest.warns(DeprecationWarning, match="initialize_schema"):
-        store = CassandraVectorStore(
-            cluster, HashingEmbeddingModel(), keyspace="ks", create_schema=False
-        )
+    store = CassandraVectorStore(
+        cluster, HashingEmbeddingModel(), keyspace="ks", initialize_schema="never"
+    )
     assert not store._initialize_schema
+    with pytest.raises(TypeError, match="request_timeout"):
+        CassandraChatMemoryRepository(cluster, keyspace="ks", request_timeout=3)  # type: ignore[call-arg]
+    with pytest.raises(ConfigurationError, match=r"'initialize_schema'.*'always' or 'never'"):
+        CassandraChatMemoryRepository(cluster, keyspace="ks", initialize_schema=False)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="create_schema"):
+        CassandraVectorStore(cluster, HashingEmbeddingModel(), keyspace="ks", create_schema=False)  # type: ignore[call-arg]
 
 
 def test_driver_options_reach_the_cluster_and_unknown_url_parameters_are_refused() -> None:

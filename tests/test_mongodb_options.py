@@ -121,15 +121,17 @@ def test_timeouts_chatmem_names_and_driver_names() -> None:
         assert pool(repository) == (5.0, 5.0, 6.0)  # an explicit chatmem option wins
 
 
-def test_create_indexes_is_deprecated_for_initialize_schema(url: str, prefix: str) -> None:
-    with pytest.warns(DeprecationWarning, match="use 'initialize_schema'"):
-        repository = create_repository(f"{url}?create_indexes=false", collection_prefix=prefix)
-    with repository:
+def test_initialize_schema_takes_always_or_never(url: str, prefix: str) -> None:
+    with create_repository(
+        f"{url}?initialize_schema=never", collection_prefix=prefix
+    ) as repository:
         assert repository._ready_done  # "never": nothing to create
     client: MongoClient[dict[str, Any]] = MongoClient(url)
-    with pytest.warns(DeprecationWarning, match="use initialize_schema"):
-        MongoChatMemoryRepository(client, collection_prefix=prefix, create_indexes=False)
-    client.close()
+    try:
+        with pytest.raises(TypeError, match="create_indexes"):
+            MongoChatMemoryRepository(client, collection_prefix=prefix, create_indexes=False)  # type: ignore[call-arg]
+    finally:
+        client.close()
     with pytest.raises(ConfigurationError, match="initialize_schema"):
         create_repository(url, initialize_schema="sometimes")
 

@@ -213,31 +213,17 @@ def test_url_parts_become_driver_settings() -> None:
     assert "s%40cret" not in settings.redacted_url
 
 
-@pytest.mark.parametrize(
-    ("old", "value", "new", "expected"),
-    [
-        ("connection_timeout", "2.5", "connect_timeout", 2.5),
-        ("create_schema", "false", "initialize_schema", "never"),
-    ],
-)
-def test_former_option_names_still_work_with_a_deprecation_warning(
-    old: str, value: str, new: str, expected: object
-) -> None:
-    with pytest.warns(DeprecationWarning, match=new):
-        settings = driver_settings(f"bolt://h:7687?{old}={value}", {})
-    got = getattr(settings.options, new)
-    assert (got.total_seconds() if new == "connect_timeout" else got) == expected
-
-
-def test_the_former_create_schema_keyword_still_works_with_a_deprecation_warning() -> None:
+def test_initialize_schema_never_creates_nothing_and_create_schema_is_no_keyword() -> None:
     driver = GraphDatabase.driver("bolt://127.0.0.1:1")
     try:
-        with pytest.warns(DeprecationWarning, match="initialize_schema"):
-            repository = Neo4jChatMemoryRepository(driver, create_schema=False)
+        repository = Neo4jChatMemoryRepository(driver, initialize_schema="never")
         assert repository._runner.schema_ready  # nothing to create
-        with pytest.warns(DeprecationWarning, match="initialize_schema"):
-            store = Neo4jVectorStore(driver, HashingEmbeddingModel(), create_schema=False)
+        store = Neo4jVectorStore(driver, HashingEmbeddingModel(), initialize_schema="never")
         assert store._schema_ready
+        with pytest.raises(TypeError, match="create_schema"):
+            Neo4jChatMemoryRepository(driver, create_schema=False)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="create_schema"):
+            Neo4jVectorStore(driver, HashingEmbeddingModel(), create_schema=False)  # type: ignore[call-arg]
     finally:
         driver.close()
 

@@ -106,20 +106,6 @@ async def test_driver_options_reach_the_client(redis_url: str) -> None:
         create_repository(f"{redis_url}?driver_options=x")
 
 
-def test_old_timeout_names_warn_and_still_work(redis_url: str) -> None:
-    with pytest.warns(DeprecationWarning, match="'socket_timeout'.*use 'read_timeout'"):
-        repository = create_repository(f"{redis_url}?socket_timeout=3")
-    with repository:
-        assert repository._client.connection_pool.connection_kwargs["socket_timeout"] == 3.0
-    with pytest.warns(DeprecationWarning, match="use 'connect_timeout'"):
-        repository = create_repository(redis_url, socket_connect_timeout=4)
-    with repository:
-        kwargs = repository._client.connection_pool.connection_kwargs
-        assert kwargs["socket_connect_timeout"] == 4.0
-    with pytest.raises(ConfigurationError, match="give only 'read_timeout'"):
-        create_repository(redis_url, socket_timeout=1, read_timeout=2)
-
-
 async def test_server_version_and_db_system(redis_url: str) -> None:
     async with AsyncRedisChatMemoryRepository.from_url(redis_url) as repository:
         assert (await repository.server_version()).startswith("Redis 7.")

@@ -54,6 +54,35 @@ def test_a_misspelt_option_fails_with_did_you_mean_on_every_backend(url: str, cr
         create(url, tll=60)
 
 
+@pytest.mark.parametrize(
+    ("url", "old", "value", "current"),
+    [
+        ("redis://cache:6379/0", "socket_timeout", "3", "read_timeout"),
+        ("redis://cache:6379/0", "socket_connect_timeout", "3", "connect_timeout"),
+        ("mongodb://db1:27017/chat", "create_indexes", "false", "initialize_schema"),
+        ("bolt://graph:7687", "connection_timeout", "3", "connect_timeout"),
+        ("bolt://graph:7687", "create_schema", "false", "initialize_schema"),
+        ("cassandra://10.0.0.1/chat", "request_timeout", "3", "read_timeout"),
+    ],
+)
+def test_a_name_chatmem_does_not_use_is_an_unknown_option(
+    url: str, old: str, value: str, current: str
+) -> None:
+    # The message lists the backend's options, so the one meant is there to be seen.
+    with pytest.raises(ConfigurationError, match=rf"unknown option '{old}'.*{current}"):
+        create_repository(f"{url}?{old}={value}")
+    with pytest.raises(ConfigurationError, match=rf"unknown option '{old}'.*{current}"):
+        create_repository(url, **{old: value})
+
+
+def test_initialize_schema_is_a_word_not_a_boolean() -> None:
+    for value in ("true", "false"):
+        with pytest.raises(ConfigurationError, match=r"'initialize_schema'.*'always' or 'never'"):
+            create_repository(f"cassandra://10.0.0.1/chat?initialize_schema={value}")
+    with pytest.raises(ConfigurationError, match=r"'initialize_schema'.*'always' or 'never'"):
+        create_repository("cassandra://10.0.0.1/chat", initialize_schema=False)
+
+
 @pytest.mark.parametrize("url", URL_FORMS)
 def test_driver_options_is_a_keyword_never_a_url_option(url: str) -> None:
     with pytest.raises(ConfigurationError, match="not a URL option"):

@@ -9,7 +9,6 @@ in ``driver_options={...}``.
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
@@ -22,16 +21,13 @@ from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
     InitializeSchema,
-    Renamed,
     parse_url_options,
-    schema_flag,
     split_url,
 )
 
 __all__ = [
     "BACKEND",
     "DRIVER_PARAMETERS",
-    "RENAMED",
     "CassandraOptions",
     "ConnectionSettings",
     "Consistency",
@@ -45,9 +41,6 @@ BACKEND = "cassandra"
 DRIVER_PARAMETERS: frozenset[str] = frozenset()
 """URL query parameters passed to the driver as written: none (cassandra-driver reads no
 URL); other ``Cluster`` arguments go in ``driver_options``."""
-
-RENAMED = {"request_timeout": Renamed("read_timeout")}
-"""Former option names, still accepted with a ``DeprecationWarning``."""
 
 # Checked with fullmatch: "^...$" with match would accept a trailing newline.
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
@@ -81,8 +74,7 @@ class CassandraOptions(BaseModel):
     """``dc1:3,dc2:3`` creates the keyspace with NetworkTopologyStrategy instead."""
     initialize_schema: InitializeSchema = "always"
     """``"always"`` creates the tables if they do not exist; ``"never"`` leaves the schema to
-    you. ``true``/``false`` (the former boolean form) still work, with a
-    ``DeprecationWarning``."""
+    you."""
     table_prefix: str = "chatmem_"
     """Prefix of the table names: a lowercase letter, then up to 30 lowercase letters,
     digits or underscores."""
@@ -91,20 +83,7 @@ class CassandraOptions(BaseModel):
     connect_timeout: Duration = timedelta(seconds=5)
     """How long to wait for a connection."""
     read_timeout: Duration = timedelta(seconds=10)
-    """How long to wait for one statement's answer (``request_timeout`` before)."""
-
-    @field_validator("initialize_schema", mode="before")
-    @classmethod
-    def _boolean_form(cls, value: object) -> object:
-        if isinstance(value, bool) or value in ("true", "false", "1", "0", "True", "False"):
-            warnings.warn(
-                "a boolean initialize_schema of the cassandra repository is deprecated; "
-                "use 'always' or 'never'",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return schema_flag(value)
-        return value
+    """How long to wait for one statement's answer."""
 
     @field_validator("table_prefix")
     @classmethod
@@ -212,7 +191,6 @@ def parse_url(
         keyword_options,
         backend=BACKEND,
         driver_parameters=DRIVER_PARAMETERS,
-        renamed=RENAMED,
     )
     parts = split_url(parsed.url)
     if parts.scheme.lower() != "cassandra":

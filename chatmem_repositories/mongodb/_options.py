@@ -25,15 +25,13 @@ from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
     InitializeSchema,
-    Renamed,
     parse_url_options,
     redact_url,
-    schema_flag,
     split_url,
 )
 from chatmem_repositories.mongodb._errors import BACKEND, SENT_COMMANDS
 
-__all__ = ["DRIVER_PARAMETERS", "RENAMED", "ClientSettings", "MongoOptions", "parse_url"]
+__all__ = ["DRIVER_PARAMETERS", "ClientSettings", "MongoOptions", "parse_url"]
 
 # Checked with fullmatch: "^...$" with match would accept a trailing newline.
 _COLLECTION_PREFIX = re.compile(r"[A-Za-z0-9_.-]{0,64}")
@@ -89,9 +87,6 @@ DRIVER_PARAMETERS: tuple[str, ...] = (
 them. The three timeouts among them override ``connect_timeout``/``read_timeout`` unless those
 are given too."""
 
-RENAMED: dict[str, Renamed] = {"create_indexes": Renamed("initialize_schema", schema_flag)}
-"""Former option names, accepted with a ``DeprecationWarning``."""
-
 _CONNECT = ("connectTimeoutMS", "serverSelectionTimeoutMS")
 _READ = ("socketTimeoutMS",)
 
@@ -110,7 +105,7 @@ class MongoOptions(BaseModel):
     """Expire a conversation this long after its last write."""
     initialize_schema: InitializeSchema = "always"
     """``"always"``: create the indexes on first use (they are required); ``"never"``: they
-    are made elsewhere (formerly ``create_indexes``)."""
+    are made elsewhere."""
     connect_timeout: Duration = timedelta(seconds=5)
     """How long to wait to select a server and to connect (``serverSelectionTimeoutMS`` and
     ``connectTimeoutMS``), so a server that is down gives an error in seconds."""
@@ -254,7 +249,6 @@ def parse_url(url: str, keyword_options: Mapping[str, Any]) -> ClientSettings:
         keyword_options,
         backend=BACKEND,
         driver_parameters=DRIVER_PARAMETERS,
-        renamed=RENAMED,
         driver_case_sensitive=False,
     )
     options = parsed.options

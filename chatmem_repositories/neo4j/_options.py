@@ -21,16 +21,13 @@ from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
     InitializeSchema,
-    Renamed,
     parse_url_options,
-    schema_flag,
     split_url,
 )
 
 __all__ = [
     "BACKEND",
     "DRIVER_PARAMETERS",
-    "RENAMED",
     "DriverSettings",
     "Neo4jOptions",
     "check_label_prefix",
@@ -40,12 +37,6 @@ __all__ = [
 DRIVER_PARAMETERS: frozenset[str] = frozenset()
 """URL query parameters passed to the driver as written: none; other driver arguments go in
 ``driver_options``."""
-
-RENAMED = {
-    "connection_timeout": Renamed("connect_timeout"),
-    "create_schema": Renamed("initialize_schema", schema_flag),
-}
-"""Former option names, still accepted with a ``DeprecationWarning``."""
 
 BACKEND = "neo4j"
 """The backend name carried by errors."""
@@ -90,7 +81,7 @@ class Neo4jOptions(BaseModel):
     password: SecretStr | None = None
     """Password, if not given in the URL."""
     connect_timeout: Duration = timedelta(seconds=5)
-    """How long opening one connection may take (``connection_timeout`` before)."""
+    """How long opening one connection may take."""
     connection_acquisition_timeout: Duration = timedelta(seconds=10)
     """How long waiting for a pooled connection (including opening it) may take."""
     max_transaction_retry_time: Duration = timedelta(seconds=10)
@@ -104,7 +95,7 @@ class Neo4jOptions(BaseModel):
     """Most connections the driver keeps open."""
     initialize_schema: InitializeSchema = "always"
     """``"always"`` creates the constraints and indexes on first use (``IF NOT EXISTS``);
-    ``"never"`` leaves them to you (``create_schema`` before)."""
+    ``"never"`` leaves them to you."""
 
     @field_validator("label_prefix")
     @classmethod
@@ -173,7 +164,6 @@ def driver_settings(url: str, keyword_options: dict[str, Any]) -> DriverSettings
         keyword_options,
         backend=BACKEND,
         driver_parameters=DRIVER_PARAMETERS,
-        renamed=RENAMED,
     )
     uri, url_user, url_password, url_database = _split_url(parsed.url)
     options = parsed.options

@@ -20,7 +20,6 @@ from chatmem.exceptions import ConfigurationError
 from chatmem_repositories._options import (
     Duration,
     ParsedUrl,
-    Renamed,
     parse_url_options,
     redact_url,
     split_url,
@@ -31,7 +30,6 @@ from chatmem_repositories.redis._schema import check_key_prefix
 __all__ = [
     "CLUSTER_SCHEMES",
     "DRIVER_PARAMETERS",
-    "RENAMED",
     "RedisOptions",
     "check_server_url",
     "cluster_seeds",
@@ -62,12 +60,6 @@ Left out on purpose: ``socket_timeout`` and ``socket_connect_timeout`` (chatmem'
 (chatmem retries, knowing whether a write may have been applied) and ``protocol`` (the
 scripts' replies are read as RESP2).
 """
-
-RENAMED: dict[str, Renamed] = {
-    "socket_timeout": Renamed("read_timeout"),
-    "socket_connect_timeout": Renamed("connect_timeout"),
-}
-"""Former option names, accepted with a ``DeprecationWarning``."""
 
 
 def check_server_url(url: str) -> str:
@@ -160,11 +152,9 @@ class RedisOptions(BaseModel):
     db: NonNegativeInt | None = None
     """Database number; overrides the one in the URL path."""
     connect_timeout: Duration = timedelta(seconds=5)
-    """How long to wait for a connection before raising ``RepositoryConnectionError``
-    (formerly ``socket_connect_timeout``)."""
+    """How long to wait for a connection before raising ``RepositoryConnectionError``."""
     read_timeout: Duration = timedelta(seconds=5)
-    """How long to wait for a reply before raising ``RepositoryTimeoutError`` (formerly
-    ``socket_timeout``)."""
+    """How long to wait for a reply before raising ``RepositoryTimeoutError``."""
     retries: NonNegativeInt = 1
     """Retries after a connection error or timeout (safe: every write is idempotent)."""
     history_scan_budget: PositiveInt = 5000
@@ -211,7 +201,6 @@ def parse_url(url: str, keyword_options: dict[str, Any]) -> ParsedUrl[RedisOptio
         keyword_options,
         backend=BACKEND,
         driver_parameters=DRIVER_PARAMETERS,
-        renamed=RENAMED,
     )
     if is_cluster_url(parsed.url):
         if parsed.options.db not in (None, 0):

@@ -45,7 +45,6 @@ from chatmem_repositories.cassandra._drivers import (
 )
 from chatmem_repositories.cassandra._options import (
     BACKEND,
-    RENAMED,
     CassandraOptions,
     Consistency,
     SerialConsistency,
@@ -102,7 +101,6 @@ class AsyncCassandraChatMemoryRepository:
         write_consistency: Consistency level of writes.
         serial_consistency: Consistency level of the Paxos phase of writes.
         read_timeout: How long to wait for one statement's answer (seconds or a timedelta).
-        request_timeout: Deprecated: ``read_timeout``.
 
     Raises:
         ConfigurationError: For a bad keyspace or option value.
@@ -127,7 +125,6 @@ class AsyncCassandraChatMemoryRepository:
         write_consistency: Consistency = "LOCAL_QUORUM",
         serial_consistency: SerialConsistency = "LOCAL_SERIAL",
         read_timeout: timedelta | float = 10.0,
-        request_timeout: timedelta | float | None = None,
     ) -> None:
         options = parse_url_options(
             CassandraOptions,
@@ -143,15 +140,9 @@ class AsyncCassandraChatMemoryRepository:
                 "read_consistency": read_consistency,
                 "write_consistency": write_consistency,
                 "serial_consistency": serial_consistency,
-                # The former name wins when given; the rename warns about it.
-                **(
-                    {"read_timeout": read_timeout}
-                    if request_timeout is None
-                    else {"request_timeout": request_timeout}
-                ),
+                "read_timeout": read_timeout,
             },
             backend=BACKEND,
-            renamed=RENAMED,
         ).options
         cql = Cql(check_identifier(keyspace, "keyspace"), options.table_prefix)
         self._db = AsyncSessionAdapter(cql, options, session, owned=False)

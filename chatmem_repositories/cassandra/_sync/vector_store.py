@@ -69,7 +69,6 @@ class CassandraVectorStore(BaseVectorStore):
         dimensions: Vector length; asked of the embedding model when ``None``.
         initialize_schema: ``"always"`` creates the table and indexes on first use;
             ``"never"`` expects them to exist.
-        create_schema: Deprecated: ``initialize_schema`` (``True`` is ``"always"``).
 
     Raises:
         ConfigurationError: If a name is not an identifier or the model is of the other flavor.
@@ -84,10 +83,9 @@ class CassandraVectorStore(BaseVectorStore):
         table: str = "vector_documents",
         dimensions: int | None = None,
         initialize_schema: InitializeSchema = "always",
-        create_schema: bool | None = None,
     ) -> None:
         super().__init__(embedding_model, dimensions=dimensions)
-        create = check_initialize_schema(initialize_schema, deprecated=create_schema)
+        create = check_initialize_schema(initialize_schema)
         self._cql = VectorCql.create(keyspace, table)
         self._ref = ClusterRef(session)
         self._session: Session | None = self._ref.session

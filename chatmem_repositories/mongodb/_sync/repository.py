@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections import abc
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -27,7 +26,7 @@ from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import InitializeSchema, schema_flag
+from chatmem_repositories._options import InitializeSchema
 
 from .._codec import (
     check_position,
@@ -89,7 +88,6 @@ class MongoChatMemoryRepository:
             them to you (they are required).
         clock: Returns the current time, an aware UTC datetime; the stored expiry is
             computed and compared with it (the default is the system clock).
-        create_indexes: Deprecated: use ``initialize_schema``.
     """
 
     db_system: ClassVar[str] = "mongodb"
@@ -104,13 +102,7 @@ class MongoChatMemoryRepository:
         ttl: timedelta | float | None = None,
         initialize_schema: InitializeSchema = "always",
         clock: Clock | None = None,
-        create_indexes: bool | None = None,
     ) -> None:
-        if create_indexes is not None:
-            warnings.warn(
-                "create_indexes is deprecated; use initialize_schema", DeprecationWarning, 2
-            )
-            initialize_schema = "always" if schema_flag(create_indexes) == "always" else "never"
         if initialize_schema not in ("always", "never"):
             raise ConfigurationError(
                 f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"

@@ -86,7 +86,6 @@ class Neo4jChatMemoryRepository:
             the default, uses the server's clock (Cypher's ``timestamp()``), so every
             application server agrees; tests pass :class:`chatmem.testing.ManualClock` to
             step over a TTL instead of sleeping.
-        create_schema: Deprecated: ``initialize_schema`` (``True`` is ``"always"``).
     """
 
     db_system: ClassVar[str] = "neo4j"
@@ -103,12 +102,11 @@ class Neo4jChatMemoryRepository:
         retry_time: timedelta | float = 10.0,
         read_timeout: timedelta | float | None = 30.0,
         clock: Clock | None = None,
-        create_schema: bool | None = None,
     ) -> None:
         self._statements = Statements.for_prefix(label_prefix)
         self._driver = driver
         self._ttl_ms = ttl_millis(normalize_ttl(ttl))
-        create = check_initialize_schema(initialize_schema, deprecated=create_schema)
+        create = check_initialize_schema(initialize_schema)
         self._runner = StatementRunner(
             driver,
             database=database,

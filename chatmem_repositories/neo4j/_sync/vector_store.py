@@ -65,7 +65,6 @@ class Neo4jVectorStore(BaseVectorStore):
             search seeks through the first of them that the filter names.
         initialize_schema: ``"always"`` creates the constraint and indexes on first use;
             ``"never"`` expects them to exist.
-        create_schema: Deprecated: ``initialize_schema`` (``True`` is ``"always"``).
         retry_time: How long a statement is retried after transient errors; seconds or a
             timedelta.
         read_timeout: How long one statement may wait for the server's answer before its
@@ -87,12 +86,11 @@ class Neo4jVectorStore(BaseVectorStore):
         dimensions: int | None = None,
         indexed_keys: Sequence[str] = ("conversation_id", "owner"),
         initialize_schema: InitializeSchema = "always",
-        create_schema: bool | None = None,
         retry_time: timedelta | float = 10.0,
         read_timeout: timedelta | float | None = 30.0,
     ) -> None:
         super().__init__(embedding_model, dimensions=dimensions)
-        create = check_initialize_schema(initialize_schema, deprecated=create_schema)
+        create = check_initialize_schema(initialize_schema)
         self._statements = VectorStatements.create(label, index_name)
         self._indexed_keys = [check_identifier(k, "an indexed key") for k in indexed_keys]
         self._driver = driver
