@@ -9,24 +9,20 @@ The URL option rule, the same for every backend, is :func:`parse_url_options`: e
 query parameter (and each keyword option) is either one of chatmem's options for that
 backend or one of the driver parameters the backend declares it passes through; anything
 else is a ``ConfigurationError`` naming it, with a suggestion drawn from both lists. Any
-other driver argument goes through the explicit ``driver_options={...}`` keyword. An option
-that was renamed keeps working under its old name with a ``DeprecationWarning`` naming the
-new one.
+other driver argument goes through the explicit ``driver_options={...}`` keyword.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-import sys
-import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Annotated, Any, Generic, Literal, TypeVar
 from urllib.parse import SplitResult, parse_qsl, urlsplit
 
-from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from chatmem.backend import redact_url, scrub
 from chatmem.exceptions import ConfigurationError
@@ -36,12 +32,10 @@ __all__ = [
     "Duration",
     "InitializeSchema",
     "ParsedUrl",
-    "Renamed",
     "did_you_mean",
     "parse_options",
     "parse_url_options",
     "redact_url",
-    "schema_flag",
     "split_query",
     "split_url",
 ]
@@ -70,37 +64,7 @@ InitializeSchema = Literal["always", "never"]
 DRIVER_OPTIONS = "driver_options"
 """The keyword that carries arbitrary driver arguments, on every backend."""
 
-_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
 _LISTED = 12  # a longer list of driver parameters would drown the one-line error
-
-
-def schema_flag(value: object) -> str:
-    """Turn an old boolean ``create_indexes``/``create_schema`` value into ``initialize_schema``.
-
-    Args:
-        value: ``True``/``False`` or their text forms (``"true"``, ``"0"``...).
-
-    Raises:
-        ConfigurationError: If the value is not a boolean.
-    """
-    try:
-        return "always" if _BOOL.validate_python(value) else "never"
-    except ValidationError:
-        raise ConfigurationError(f"expected true or false, got {value!r}") from None
-
-
-@dataclass(frozen=True)
-class Renamed:
-    """An option's former name, still accepted with a ``DeprecationWarning``.
-
-    Attributes:
-        new: The option's current name.
-        convert: Turns a value given under the old name into one for the new name (for
-            example :func:`schema_flag` for ``create_indexes`` -> ``initialize_schema``).
-    """
-
-    new: str
-    convert: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,56 +104,6 @@ def _unknown_option(
     )
 
 
-_OWN_PACKAGES = frozenset({"chatmem", "chatmem_repositories"})
-
-
-def _caller_outside_chatmem() -> int:
-    """The ``stacklevel`` of the first caller outside chatmem, for the warning's location.
-
-    How deep the option parsing runs differs per backend and per entry point
-    (``create_repository``, ``from_url``, the settings), so no fixed level would name the
-    user's line.
-    """
-    frame = sys._getframe(1)  # the function that calls warnings.warn: stacklevel 1
-    level = 1
-    while frame.f_back is not None and (
-        str(frame.f_globals.get("__name__", "")).partition(".")[0] in _OWN_PACKAGES
-    ):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
-def _rename(
-    url_ours: dict[str, Any],
-    keyword_ours: dict[str, Any],
-    renamed: Mapping[str, Renamed],
-    backend: str,
-) -> dict[str, Any]:
-    """Merge URL and keyword options (keywords win), old names turned into new ones."""
-    given = {**url_ours, **keyword_ours}
-    for old, rule in renamed.items():
-        if old in given and rule.new in given:
-            raise ConfigurationError(
-                f"options {old!r} and {rule.new!r} of the {backend} repository are the same "
-                f"option; give only {rule.new!r}"
-            )
-    merged: dict[str, Any] = {}
-    for source in (url_ours, keyword_ours):
-        for name, value in source.items():
-            found = renamed.get(name)
-            if found is None:
-                merged[name] = value
-                continue
-            warnings.warn(
-                f"option {name!r} of the {backend} repository is deprecated; use {found.new!r}",
-                DeprecationWarning,
-                stacklevel=_caller_outside_chatmem(),
-            )
-            merged[found.new] = value if found.convert is None else found.convert(value)
-    return merged
-
-
 def _split_keywords(
     keyword_options: Mapping[str, Any],
     ours: Collection[str],
@@ -226,7 +140,6 @@ def parse_url_options(
     *,
     backend: str,
     driver_parameters: Collection[str] = (),
-    renamed: Mapping[str, Renamed] | None = None,
     driver_case_sensitive: bool = True,
 ) -> ParsedUrl[OptionsT]:
     """Apply the URL option rule: chatmem options, declared driver parameters, nothing else.
@@ -236,7 +149,6 @@ def parse_url_options(
     - a field of ``model`` (chatmem's option; keywords win over the URL);
     - a name in ``driver_parameters``, documented as passed to the driver: it stays in the
       URL as written, or (as a keyword) goes into :attr:`ParsedUrl.driver_options`;
-    - a former name listed in ``renamed`` (a ``DeprecationWarning`` names the new one);
     - the keyword ``driver_options``, a mapping of arbitrary driver arguments.
 
     Example:
@@ -263,7 +175,6 @@ def parse_url_options(
         keyword_options: Keyword options (typed values).
         backend: The backend's name, for messages.
         driver_parameters: The driver parameters the backend passes through.
-        renamed: Former option names and what they became.
         driver_case_sensitive: False where the driver reads its URL options in any case
             (MongoDB's connection string).
 
@@ -272,10 +183,9 @@ def parse_url_options(
             lists), an option given twice in the URL, a ``driver_options`` that is not a
             mapping of names, or a bad value.
     """
-    renamed = renamed or {}
     fold: Callable[[str], str] = (lambda n: n) if driver_case_sensitive else str.lower
     passed = {fold(name) for name in driver_parameters}
-    ours = set(model.model_fields) | set(renamed)
+    ours = set(model.model_fields)
 
     def is_driver(name: str) -> bool:
         return name not in ours and fold(name) in passed
@@ -307,8 +217,7 @@ def parse_url_options(
         is_driver,
         lambda n: _unknown_option(n, model, driver_parameters, backend),
     )
-    merged = _rename(url_ours, keyword_ours, renamed, backend)
-    options = parse_options(model, {}, merged, backend=backend)
+    options = parse_options(model, url_ours, keyword_ours, backend=backend)
     base = _with_query(url, kept)
     return ParsedUrl(base, options, driver_options, url_theirs)
 

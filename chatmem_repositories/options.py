@@ -6,8 +6,6 @@ the same names from here. The rule: a query parameter or keyword option is one o
 options for the backend (its pydantic model) or one of the driver parameters the backend
 declares it passes through; anything else is a :class:`~chatmem.ConfigurationError` naming it,
 with the closest name from both lists. Other driver arguments go in ``driver_options={...}``.
-A renamed option keeps working under its old name (:class:`Renamed`) with a
-``DeprecationWarning`` naming the new one.
 
 Example:
     ```python
@@ -43,10 +41,8 @@ from chatmem_repositories._options import (
     Duration,
     InitializeSchema,
     ParsedUrl,
-    Renamed,
     did_you_mean,
     parse_url_options,
-    schema_flag,
     split_url,
 )
 
@@ -55,9 +51,7 @@ __all__ = [
     "Duration",
     "InitializeSchema",
     "ParsedUrl",
-    "Renamed",
     "did_you_mean",
     "parse_url_options",
-    "schema_flag",
     "split_url",
 ]

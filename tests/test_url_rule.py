@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import warnings
 from datetime import timedelta
 from typing import Any
 
@@ -12,13 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_async_repository, create_repository
-from chatmem_repositories._options import (
-    Duration,
-    InitializeSchema,
-    Renamed,
-    parse_url_options,
-    schema_flag,
-)
+from chatmem_repositories._options import Duration, InitializeSchema, parse_url_options
 
 # Every URL form a built-in backend accepts; none of these hosts is contacted.
 URL_FORMS = [
@@ -99,12 +92,6 @@ class _Options(BaseModel):
     read_timeout: Duration = timedelta(seconds=5)
 
 
-_RENAMED = {
-    "create_schema": Renamed("initialize_schema", schema_flag),
-    "socket_timeout": Renamed("read_timeout"),
-}
-
-
 def _parse(url: str, **keywords: Any) -> Any:
     return parse_url_options(
         _Options,
@@ -112,7 +99,6 @@ def _parse(url: str, **keywords: Any) -> Any:
         keywords,
         backend="store",
         driver_parameters=("replicaSet", "tls"),
-        renamed=_RENAMED,
         driver_case_sensitive=False,
     )
 
@@ -141,21 +127,6 @@ def test_keywords_win_over_the_url_and_twice_in_the_url_is_an_error() -> None:
         _parse("store://h/db?ttl=60&ttl=90")
     # A driver may read a parameter several times: it stays, both times.
     assert _parse("store://h/db?tls=true&tls=false").url == "store://h/db?tls=true&tls=false"
-
-
-def test_old_names_warn_at_the_callers_line_and_convert() -> None:
-    with pytest.warns(DeprecationWarning, match="'create_schema'.*use 'initialize_schema'") as w:
-        parsed = _parse("store://h/db?create_schema=false")
-    assert parsed.options.initialize_schema == "never"
-    assert w[0].filename == __file__
-    with pytest.warns(DeprecationWarning, match="use 'read_timeout'"):
-        assert _parse("store://h/db", socket_timeout=2).options.read_timeout.total_seconds() == 2
-    with pytest.raises(ConfigurationError, match="give only 'read_timeout'"):
-        _parse("store://h/db?socket_timeout=1", read_timeout=2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        with pytest.raises(ConfigurationError, match="true or false"):
-            _parse("store://h/db?create_schema=maybe")
 
 
 def test_a_bad_value_names_the_option() -> None:
