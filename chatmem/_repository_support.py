@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TypeAlias
@@ -137,30 +136,15 @@ def conversation_page(ids: Sequence[str], limit: int) -> ConversationPage:
     return ConversationPage(page, page[-1] if more else None)
 
 
-def check_initialize_schema(
-    initialize_schema: str, *, deprecated: bool | None = None, old_name: str = "create_schema"
-) -> bool:
+def check_initialize_schema(initialize_schema: str) -> bool:
     """Return whether to create the schema on first use, from ``"always"`` or ``"never"``.
-
-    A constructor that used to take a boolean (``create_schema``, ``create_indexes``) passes
-    it as ``deprecated``: it still works, with a ``DeprecationWarning`` naming
-    ``initialize_schema``.
 
     Args:
         initialize_schema: ``"always"`` or ``"never"``.
-        deprecated: The former boolean keyword's value, or ``None`` if not given.
-        old_name: The former keyword's name, for the warning.
 
     Raises:
         ConfigurationError: For any other value.
     """
-    if deprecated is not None:
-        warnings.warn(
-            f"{old_name} is deprecated; use initialize_schema='always' or 'never'",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return bool(deprecated)
     if initialize_schema not in ("always", "never"):
         raise ConfigurationError(
             f"initialize_schema must be 'always' or 'never', got {initialize_schema!r}"

@@ -208,17 +208,13 @@ def test_built_in_backends_tell_their_server_and_db_system() -> None:
         asyncio.run(async_repository.aclose())
 
 
-def test_check_initialize_schema_takes_the_words_and_warns_on_the_former_boolean() -> None:
+def test_check_initialize_schema_takes_the_words() -> None:
     from chatmem.backend import check_initialize_schema
 
     assert check_initialize_schema("always") is True
     assert check_initialize_schema("never") is False
     with pytest.raises(ConfigurationError, match="'always' or 'never'"):
         check_initialize_schema("embedded")
-    with pytest.warns(DeprecationWarning, match="create_indexes is deprecated.*initialize_schema"):
-        assert (
-            check_initialize_schema("always", deprecated=False, old_name="create_indexes") is False
-        )
 
 
 def _private_chatmem_imports(path: Path) -> list[str]:
