@@ -218,7 +218,7 @@ class ConditionalWrites:
 
         Raises:
             RepositoryTimeoutError: The last attempt's, when the partition stayed contended
-                for ``request_timeout`` (whether that attempt applied is unknown).
+                for ``read_timeout`` (whether that attempt applied is unknown).
         """
         deadline = time.monotonic() + self.patience
         for attempt in itertools.count():
