@@ -41,13 +41,13 @@ _ASSISTANT = MessageType.ASSISTANT
 _TOOL = MessageType.TOOL
 
 
-def count_one(_: Message) -> int:
+def count_one(message: Message) -> int:
     """The size of a message in a message window: 1, whatever it holds.
 
     :func:`select_window` recognises it and counts groups by their length.
 
     Args:
-        _: The message.
+        message: The message.
     """
     return 1
 

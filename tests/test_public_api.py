@@ -176,6 +176,35 @@ def test_all_is_complete_sorted_and_documented(name: str) -> None:
     )
 
 
+def _signatures(module: ModuleType) -> Iterator[tuple[str, inspect.Signature]]:
+    """The signatures of a module's exported functions and their classes' own methods."""
+    for attribute in module.__all__:
+        obj = getattr(module, attribute)
+        if inspect.isclass(obj):
+            for member, value in vars(obj).items():
+                if member.startswith("_") and member not in ("__init__", "__new__", "__call__"):
+                    continue
+                function = getattr(value, "__func__", value)  # classmethod, staticmethod
+                if inspect.isfunction(function):
+                    yield f"{attribute}.{member}", inspect.signature(function)
+        elif inspect.isfunction(obj):
+            yield attribute, inspect.signature(obj)
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_no_public_signature_has_a_private_parameter(name: str) -> None:
+    # A parameter with a leading underscore is internal plumbing shown to every caller (and
+    # to help() and the API reference); internal ways in belong in private methods.
+    module = importlib.import_module(name)
+    private = [
+        f"{where}({parameter})"
+        for where, signature in _signatures(module)
+        for parameter in signature.parameters
+        if parameter.startswith("_")
+    ]
+    assert not private, f"{name}: private parameters in public signatures: {', '.join(private)}"
+
+
 # -- sync/async twins ----------------------------------------------------------------------------
 
 

@@ -114,15 +114,20 @@ class AsyncAdvisorChain:
         call_advisors: Sequence[AsyncCallAdvisor],
         stream_advisors: Sequence[AsyncStreamAdvisor],
         terminal: AsyncChainTerminal,
-        _index: int = 0,
     ) -> None:
         self._call = call_advisors
         self._stream = stream_advisors
         self._terminal = terminal
-        self._index = _index
+        self._index = 0
 
     def _rest(self) -> AsyncAdvisorChain:
-        return AsyncAdvisorChain(self._call, self._stream, self._terminal, self._index + 1)
+        # Built without __init__ so the position stays out of the public signature.
+        rest = AsyncAdvisorChain.__new__(AsyncAdvisorChain)
+        rest._call = self._call
+        rest._stream = self._stream
+        rest._terminal = self._terminal
+        rest._index = self._index + 1
+        return rest
 
     @property
     def call_advisors(self) -> Sequence[AsyncCallAdvisor]:

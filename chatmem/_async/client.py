@@ -308,7 +308,6 @@ class AsyncChatClient:
         *,
         max_tool_iterations: int = DEFAULT_MAX_TOOL_ITERATIONS,
         tool_error_handler: ToolErrorHandler = default_tool_error_handler,
-        _defaults: RequestState | None = None,
     ) -> None:
         check_flavor(chat_model, "call", is_async=async_api, role="chat model")
         if not isinstance(max_tool_iterations, int) or max_tool_iterations < 0:
@@ -317,10 +316,15 @@ class AsyncChatClient:
             )
         self.chat_model = chat_model
         """The model."""
-        self._defaults = _defaults or RequestState()
-        # Most requests add no advisor of their own: split the defaults once.
-        self._default_chain = _split_advisors(order_advisors(self._defaults.advisors))
         self._terminal = _AsyncModelTerminal(chat_model, max_tool_iterations, tool_error_handler)
+        self._use_defaults(RequestState())
+
+    def _use_defaults(self, defaults: RequestState) -> None:
+        # The builder's way in: defaults are no constructor parameter, so the public signature
+        # shows only what a caller may pass.
+        self._defaults = defaults
+        # Most requests add no advisor of their own: split the defaults once.
+        self._default_chain = _split_advisors(order_advisors(defaults.advisors))
 
     @staticmethod
     def builder(chat_model: AsyncChatModel) -> AsyncChatClientBuilder:
@@ -388,9 +392,10 @@ class AsyncChatClientBuilder(BuilderBase):
 
     def build(self) -> AsyncChatClient:
         """Make the client."""
-        return AsyncChatClient(
+        client = AsyncChatClient(
             self._model,
             max_tool_iterations=self._max_tool_iterations,
             tool_error_handler=self._on_error,
-            _defaults=self._defaults.copy(),
         )
+        client._use_defaults(self._defaults.copy())
+        return client

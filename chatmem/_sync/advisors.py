@@ -114,15 +114,20 @@ class AdvisorChain:
         call_advisors: Sequence[CallAdvisor],
         stream_advisors: Sequence[StreamAdvisor],
         terminal: ChainTerminal,
-        _index: int = 0,
     ) -> None:
         self._call = call_advisors
         self._stream = stream_advisors
         self._terminal = terminal
-        self._index = _index
+        self._index = 0
 
     def _rest(self) -> AdvisorChain:
-        return AdvisorChain(self._call, self._stream, self._terminal, self._index + 1)
+        # Built without __init__ so the position stays out of the public signature.
+        rest = AdvisorChain.__new__(AdvisorChain)
+        rest._call = self._call
+        rest._stream = self._stream
+        rest._terminal = self._terminal
+        rest._index = self._index + 1
+        return rest
 
     @property
     def call_advisors(self) -> Sequence[CallAdvisor]:
