@@ -145,6 +145,8 @@ def open_log(url: str, **options: Any) -> Iterator[ChatMemoryLog]:
         repository.close()
         fail(f"{redact_url(url)}: {unreachable.detail}")
     try:
+        # Checked whatever create_repository's annotation says: a third-party backend's
+        # factory is found at run time and may return only the four Spring AI methods.
         if not isinstance(repository, ChatMemoryLog):
             fail(f"the repository at {redact_url(url)} does not support paging its history")
         yield repository

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
 from chatmem.exceptions import ConfigurationError
+from chatmem.repository import AsyncOwnedChatMemoryLog, OwnedChatMemoryLog
 from chatmem_repositories._options import (
     Duration,
     did_you_mean,
@@ -45,8 +46,10 @@ class RepositoryBackend:
     """How to build a backend's sync and async repositories from a URL.
 
     Attributes:
-        create: ``create(url, **options)`` returning a sync repository.
-        create_async: ``create_async(url, **options)`` returning an async repository.
+        create: ``create(url, **options)`` returning a sync repository, an
+            :class:`~chatmem.repository.OwnedChatMemoryLog`.
+        create_async: ``create_async(url, **options)`` returning an async repository, an
+            :class:`~chatmem.repository.AsyncOwnedChatMemoryLog`.
     """
 
     create: Callable[..., Any]
@@ -194,12 +197,16 @@ def _resolve(scheme: str) -> RepositoryBackend:
     raise ConfigurationError(f"unknown repository scheme {scheme!r}{did_you_mean(scheme, known)}")
 
 
-def create_repository(url: str, **options: Any) -> Any:
+def create_repository(url: str, **options: Any) -> OwnedChatMemoryLog:
     """Create a sync repository from a URL.
 
     The URL's scheme picks the backend; its query string and ``options`` are merged (keywords
     win) and validated by the backend. The repository owns its connections: close it, or use
     it as a context manager.
+
+    The return type is the protocol every backend implements: the log methods, ``close`` and
+    the context manager. A backend's own methods and the optional capabilities
+    (:class:`~chatmem.repository.SummaryStore`...) are reached with ``isinstance``.
 
     Example:
         ```python
@@ -216,14 +223,19 @@ def create_repository(url: str, **options: Any) -> Any:
         ConfigurationError: For an unknown scheme or option (with a suggestion), a bad value,
             or a missing driver (with the ``pip install`` line).
     """
-    return _resolve(_scheme_of(url)).create(url, **options)
+    # Backends are looked up at run time, so their factories are typed Any; the protocol is
+    # their documented contract, which the built-in ones meet.
+    repository: OwnedChatMemoryLog = _resolve(_scheme_of(url)).create(url, **options)
+    return repository
 
 
-def create_async_repository(url: str, **options: Any) -> Any:
+def create_async_repository(url: str, **options: Any) -> AsyncOwnedChatMemoryLog:
     """Create an async repository from a URL; see :func:`create_repository`.
 
     Args:
         url: The repository URL.
         **options: Backend options.
     """
-    return _resolve(_scheme_of(url)).create_async(url, **options)
+    # Typed as in create_repository: the factory is found at run time.
+    repository: AsyncOwnedChatMemoryLog = _resolve(_scheme_of(url)).create_async(url, **options)
+    return repository

@@ -47,6 +47,7 @@ from chatmem import (
     TokenWindowChatMemory,
 )
 from chatmem.backend import MASK, is_secret_option
+from chatmem.repository import AsyncOwnedChatMemoryLog, OwnedChatMemoryLog
 from chatmem_repositories._options import Duration, redact_url
 from chatmem_repositories._registry import create_async_repository, create_repository
 
@@ -147,7 +148,7 @@ class ChatMemorySettings(BaseSettings):
             return CharacterTokenEstimator()
         return TiktokenTokenEstimator()
 
-    def build_repository(self) -> Any:
+    def build_repository(self) -> OwnedChatMemoryLog:
         """Create the configured sync repository; the caller closes it.
 
         Raises:
@@ -156,7 +157,7 @@ class ChatMemorySettings(BaseSettings):
         """
         return create_repository(self.repository_url, **self._options())
 
-    def build_async_repository(self) -> Any:
+    def build_async_repository(self) -> AsyncOwnedChatMemoryLog:
         """Create the configured async repository; the caller closes it with ``aclose``.
 
         Raises:

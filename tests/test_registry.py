@@ -17,6 +17,7 @@ from chatmem import (
     InMemoryChatMemoryRepository,
     UserMessage,
 )
+from chatmem.repository import AsyncOwnedChatMemoryLog, OwnedChatMemoryLog
 from chatmem_repositories import (
     ENTRY_POINT_GROUP,
     RepositoryBackend,
@@ -26,6 +27,7 @@ from chatmem_repositories import (
     register_repository,
     unregister_repository,
 )
+from chatmem_repositories._registry import _BUILTINS
 
 PASSWORD = "s3cr3t-pw"
 
@@ -37,6 +39,20 @@ def test_memory_scheme_builds_both_twins() -> None:
     with create_repository("memory://") as repository:
         assert isinstance(repository, InMemoryChatMemoryRepository)
     assert isinstance(create_async_repository("memory://"), AsyncInMemoryChatMemoryRepository)
+
+
+@pytest.mark.parametrize(
+    "spec", sorted({(b.module, b.sync_name, b.async_name) for b in _BUILTINS.values()})
+)
+def test_every_built_in_backend_meets_the_annotated_return_type(
+    spec: tuple[str, str, str],
+) -> None:
+    # create_repository's annotation is only as true as this: checked by method names.
+    module = pytest.importorskip(spec[0])
+    assert issubclass(getattr(module, spec[1]), OwnedChatMemoryLog)
+    assert issubclass(getattr(module, spec[2]), AsyncOwnedChatMemoryLog)
+    assert issubclass(InMemoryChatMemoryRepository, OwnedChatMemoryLog)
+    assert issubclass(AsyncInMemoryChatMemoryRepository, AsyncOwnedChatMemoryLog)
 
 
 @pytest.mark.parametrize(

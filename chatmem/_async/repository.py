@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, Self, runtime_checkable
 
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._summaries import ConversationSummary
@@ -13,6 +13,7 @@ from chatmem.messages import Message, MessageType
 __all__ = [
     "AsyncChatMemoryLog",
     "AsyncChatMemoryRepository",
+    "AsyncOwnedChatMemoryLog",
     "AsyncServerInfo",
     "AsyncSummaryStore",
     "AsyncWindowReader",
@@ -181,6 +182,24 @@ class AsyncChatMemoryLog(AsyncChatMemoryRepository, Protocol):
 
     async def aclose(self) -> None:
         """Release the connections this repository owns (none if it was handed a client)."""
+        ...
+
+
+@runtime_checkable
+class AsyncOwnedChatMemoryLog(AsyncChatMemoryLog, Protocol):
+    """A log that its caller owns: close it with ``aclose``, or use it in ``async with``.
+
+    The return type of the URL factories of ``chatmem_repositories``, one protocol per
+    flavor. Every built-in backend is one; a third-party backend's factory should return one
+    too (the conformance suite checks the log methods).
+    """
+
+    async def __aenter__(self) -> Self:
+        """Return the repository itself."""
+        ...
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the repository, as ``aclose`` does."""
         ...
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, Self, runtime_checkable
 
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._summaries import ConversationSummary
@@ -15,6 +15,7 @@ from chatmem.messages import Message, MessageType
 __all__ = [
     "ChatMemoryLog",
     "ChatMemoryRepository",
+    "OwnedChatMemoryLog",
     "ServerInfo",
     "SummaryStore",
     "WindowReader",
@@ -179,6 +180,24 @@ class ChatMemoryLog(ChatMemoryRepository, Protocol):
 
     def close(self) -> None:
         """Release the connections this repository owns (none if it was handed a client)."""
+        ...
+
+
+@runtime_checkable
+class OwnedChatMemoryLog(ChatMemoryLog, Protocol):
+    """A log that its caller owns: close it with ``close``, or use it in ``with``.
+
+    The return type of the URL factories of ``chatmem_repositories``, one protocol per
+    flavor. Every built-in backend is one; a third-party backend's factory should return one
+    too (the conformance suite checks the log methods).
+    """
+
+    def __enter__(self) -> Self:
+        """Return the repository itself."""
+        ...
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Close the repository, as ``close`` does."""
         ...
 
 
