@@ -31,6 +31,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -112,7 +113,9 @@ class Run:
     def append_many(self, cids: list[str], group: int) -> None:
         pairs = list(zip(cids, self.histories, strict=True))
         for start in range(0, len(pairs), group):
-            self.repository.append_many(pairs[start : start + group])
+            # The Redis repository's own method, beyond the protocol create_repository
+            # returns; main runs this phase only when the repository has it.
+            cast(Any, self.repository).append_many(pairs[start : start + group])
 
     def migrate(self, total: int) -> None:
         from chatmem_cli._transfer import migrate  # only this phase needs the CLI

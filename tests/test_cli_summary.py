@@ -17,6 +17,7 @@ from chatmem import (
     Message,
     MessageWindowChatMemory,
     SummarizingChatMemory,
+    SummaryStore,
     SystemMessage,
     UserMessage,
 )
@@ -105,7 +106,9 @@ def test_show_prints_the_summary_what_it_covers_and_what_waits(url: str) -> None
     folded = " ".join(f"question {turn}" for turn in range(8))
     assert folded in text  # the summary text, whole, in its box
     with create_repository(url) as repository:
+        assert isinstance(repository, SummaryStore)  # optional in the protocol returned
         summary = repository.find_summary(conversation_id)
+    assert summary is not None
     assert f"covers up to position {summary.covers}" in text
     assert (
         f"Summary version {summary.version} covers the history up to position "
@@ -121,6 +124,7 @@ def test_show_prints_the_summary_what_it_covers_and_what_waits(url: str) -> None
 def test_show_counts_the_turns_waiting_to_be_folded(url: str) -> None:
     conversation_id = _conversation(url, 6, fold=False)
     with create_repository(url) as repository:
+        assert isinstance(repository, SummaryStore)  # optional in the protocol returned
         history = repository.find_history(conversation_id, limit=100)
         # A summary of the first turn only: turns 1-3 have left the window, unfolded.
         assert repository.save_summary(
@@ -149,6 +153,7 @@ def test_show_prints_a_hostile_summary_as_text(url: str) -> None:
     conversation_id = _conversation(url, 1, fold=False)
     hostile = "[bold red]not markup[/] \x1b[31mno escape\x1b[0m \x00nul 🎉"
     with create_repository(url) as repository:
+        assert isinstance(repository, SummaryStore)  # optional in the protocol returned
         position = repository.find_recent(conversation_id, 1)[0].position
         assert repository.save_summary(conversation_id, hostile, position, expected_version=0)
     code, out = invoke("show", conversation_id, "--url", url, "--no-history")
