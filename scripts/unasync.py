@@ -2,13 +2,27 @@
 """Generate the sync twins of chatmem's async source.
 
 Every ``_async/`` package under chatmem, chatmem_repositories and chatmem_advisors has a
-generated ``_sync/`` sibling. The rules are token substitutions, as in httpcore's and
-PyMongo's generators: ``AsyncFoo`` becomes ``Foo``, ``async def`` becomes ``def``,
-``await x`` becomes ``x``, ``aclose`` becomes ``close``, and so on.
+generated ``_sync/`` sibling. The rules rename code, as in httpcore's and PyMongo's
+generators: ``AsyncFoo`` becomes ``Foo``, ``async def`` becomes ``def``, ``await x`` becomes
+``x``, ``aclose`` becomes ``close``, and so on.
+
+Code, not prose. The source is split with the tokenize module and the rules apply to code
+tokens only: names, keywords, operators. A string literal that is just an identifier (an
+``__all__`` entry) is a name, and is renamed too. Prose (docstrings, comments, other
+strings) keeps its words: "an async and a sync twin" stays as written, because renaming the
+word "async" in a sentence made it wrong more often than right. Code quoted in prose is code
+and gets the same rules, so that the sync docs show sync examples and name the sync classes:
+fenced blocks opened with three backquotes and "python", inline literals in double
+backquotes, and the targets of roles such as :class:`AsyncChatClient`. A quote that does not
+tokenize as Python (a URL, a shell command) stays as written.
+
+Sync wording. A sentence that must read differently in the sync twin names its phrase in
+``PROSE`` with the sync wording. ``PROSE`` applies to prose only, phrase by phrase, exactly
+as written; nothing else in prose is reworded.
 
 Generated ``__init__.py`` files get a docstring of their own that names their source package.
-A substitution rule that matches nothing in any source fails both modes, so the rules stay
-the ones the code needs.
+A rule or ``PROSE`` entry that matches nothing in any source fails both modes, so the rules
+stay the ones the code needs.
 
 Usage:
     python scripts/unasync.py          # rewrite the _sync packages
@@ -19,37 +33,49 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
 import re
 import subprocess
 import sys
+import tokenize
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("chatmem", "chatmem_repositories", "chatmem_advisors")
 
-# Order matters: longer or more specific patterns first. A rule that matches nothing in any
-# source fails the run (as httpcore's generator does): a dead rule hides a renamed one.
-SUBSTITUTIONS: list[tuple[str, str]] = [
-    (r"\basync def\b", "def"),
-    (r"\basync with\b", "with"),
-    (r"\basync for\b", "for"),
-    (r"\bawait ", ""),
-    (r"\b__aenter__\b", "__enter__"),
-    (r"\b__aexit__\b", "__exit__"),
-    (r"\basynccontextmanager\b", "contextmanager"),
-    (r"\baclose\b", "close"),
-    (r"\bAwaitable\[(\w+)\]", r"\1"),  # Awaitable[T] -> T (simple names only)
-    (r"\bAsyncIterator\b", "Iterator"),
-    (r"\b_async\b", "_sync"),
-    (r"\basync_(\w+)\b", r"\1"),  # async_sleep -> sleep, create_async_x stays (no \b before)
-    (r"\bAsync(?=[A-Z])", ""),  # AsyncFoo -> Foo
-    (r"\basync\b", "sync"),  # words in docstrings: "an async client" -> "a sync client"
-    (r"\b([Aa])n sync\b", r"\1 sync"),  # the article the previous rule left behind
+# Renames of one name token, tried in order; the first that matches the whole name wins.
+NAME_RULES: list[tuple[str, str]] = [
+    (r"__aenter__", "__enter__"),
+    (r"__aexit__", "__exit__"),
+    (r"asynccontextmanager", "contextmanager"),
+    (r"aclose", "close"),
+    (r"AsyncIterator", "Iterator"),
+    (r"_async", "_sync"),  # module paths: chatmem._async.client -> chatmem._sync.client
+    (r"async_(\w+)", r"\1"),  # async_sleep -> sleep (create_async_x stays)
+    (r"Async([A-Z]\w*)", r"\1"),  # AsyncFoo -> Foo
 ]
-# Lines dropped entirely from the sync twin.
-DROP_LINE = re.compile(r"^\s*@pytest\.mark\.asyncio\s*$")
-COMPILED = [(re.compile(pattern), repl) for pattern, repl in SUBSTITUTIONS]
+# Rules over a few tokens; named here so that unused ones are reported like the renames.
+ASYNC_KEYWORD = "async before def, with, for"  # dropped with the space after it
+AWAIT = "await"  # dropped with the space after it
+AWAITABLE = "Awaitable[T]"  # -> T (a single name only)
+DROP_DECORATOR = "@pytest.mark.asyncio"  # the whole line goes: sync tests need no marker
+TOKEN_RULES = (ASYNC_KEYWORD, AWAIT, AWAITABLE, DROP_DECORATOR)
+
+# Sync wording for prose, applied to docstrings, comments and strings only (never to code
+# or to code quoted in prose). Each phrase must occur in some source.
+PROSE: list[tuple[str, str]] = [
+    ("The async Cassandra repository", "The sync Cassandra repository"),
+    ("over the driver's async API", "over the driver's sync API"),
+    ("through the official async driver", "through the official sync driver"),
+]
+
+COMPILED_NAMES = [(re.compile(pattern), repl) for pattern, repl in NAME_RULES]
+IDENTIFIER_STRING = re.compile(r"""(?P<quote>["'])(?P<name>[A-Za-z_]\w*)(?P=quote)""")
+# Code quoted in prose: a fenced Python block, an inline literal, a role's target.
+FENCED = re.compile(r"(?P<open>```python\n)(?P<code>.*?\n)(?P<close>[ \t]*```)", re.DOTALL)
+INLINE = re.compile(r"(?<!`)``(?P<code>[^`\n]+)``(?!`)")
+ROLE = re.compile(r"(?P<role>:[\w.:-]+:)`(?P<code>[^`\n]+)`")
 
 
 def header(source: Path) -> str:
@@ -57,20 +83,200 @@ def header(source: Path) -> str:
     return f"# Generated by scripts/unasync.py; do not edit.\n# Source: {relative}\n"
 
 
+def rename(name: str, uses: Counter[str]) -> str:
+    for pattern, repl in COMPILED_NAMES:
+        if pattern.fullmatch(name):
+            uses[pattern.pattern] += 1
+            return pattern.sub(repl, name)
+    return name
+
+
 def transform(text: str, uses: Counter[str] | None = None) -> str:
-    """Apply the substitutions line by line; count each rule's matches in ``uses``."""
-    lines = []
+    """Make the sync twin of Python source ``text``; count each rule's matches in ``uses``."""
+    return _code(text, Counter() if uses is None else uses)
+
+
+Position = tuple[int, int]  # tokenize's (line, column)
+Edit = tuple[Position, Position, str]  # replace from start to end with the text
+
+
+def _code(text: str, uses: Counter[str]) -> str:
+    """Apply the rules to the code tokens of ``text`` and :func:`_prose` to its prose."""
+    line_starts = _line_starts(text)
+
+    def at(position: Position) -> int:
+        return line_starts[position[0] - 1] + position[1]
+
+    tokens = _tokens(text)
+    edits: list[Edit] = []
+    i = 0
+    while i < len(tokens):
+        consumed, edit = _rule(tokens, i, uses)
+        if edit is not None:
+            edits.append(edit)
+        i += consumed
+    for start, end, replacement in reversed(edits):
+        text = text[: at(start)] + replacement + text[at(end) :]
+    return text
+
+
+def _rule(tokens: list[tokenize.TokenInfo], i: int, uses: Counter[str]) -> tuple[int, Edit | None]:
+    """The edit the rules make at ``tokens[i]``, and how many tokens it covers."""
+    token = tokens[i]
+    if token.type == tokenize.NAME:
+        return _name_rule(tokens, i, uses)
+    if token.type == tokenize.OP and _is_asyncio_marker(tokens, i):
+        uses[DROP_DECORATOR] += 1
+        line = token.start[0]
+        return 7, ((line, 0), (line + 1, 0), "")  # @ pytest . mark . asyncio NEWLINE
+    if token.type in (tokenize.STRING, _FSTRING):
+        match = IDENTIFIER_STRING.fullmatch(token.string)
+        if match:  # a name spelled as a string: an __all__ entry
+            name = match["name"]
+            replacement = token.string.replace(name, rename(name, uses))
+        else:
+            replacement = _prose(token.string, uses)
+    elif token.type == tokenize.COMMENT:
+        replacement = _prose(token.string, uses)
+    else:
+        return 1, None
+    return 1, None if replacement == token.string else (token.start, token.end, replacement)
+
+
+def _name_rule(
+    tokens: list[tokenize.TokenInfo], i: int, uses: Counter[str]
+) -> tuple[int, Edit | None]:
+    token = tokens[i]
+    following = tokens[i + 1] if i + 1 < len(tokens) else None
+    if following is not None and (
+        token.string == "await"
+        or (token.string == "async" and following.string in ("def", "with", "for"))
+    ):
+        uses[AWAIT if token.string == "await" else ASYNC_KEYWORD] += 1
+        return 1, (token.start, following.start, "")
+    window = tokens[i : i + 4]
+    if (
+        len(window) == 4
+        and (window[0].string, window[1].string, window[3].string) == ("Awaitable", "[", "]")
+        and window[2].type == tokenize.NAME
+    ):
+        uses[AWAITABLE] += 1
+        return 4, (token.start, window[3].end, rename(window[2].string, uses))
+    renamed = rename(token.string, uses)
+    return 1, None if renamed == token.string else (token.start, token.end, renamed)
+
+
+# Python 3.12 splits an f-string into tokens of its own; _tokens joins them back into one, so
+# that an f-string is prose on every Python, as it is on 3.11.
+_FSTRING = -1
+
+
+def _tokens(text: str) -> list[tokenize.TokenInfo]:
+    start, end = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
+    line_starts = _line_starts(text)
+    joined: list[tokenize.TokenInfo] = []
+    depth = 0
+    opening: tokenize.TokenInfo | None = None
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if start is not None and token.type == start:
+            depth += 1
+            opening = opening or token
+        elif depth and token.type == end:
+            depth -= 1
+            if not depth and opening is not None:
+                first = line_starts[opening.start[0] - 1] + opening.start[1]
+                last = line_starts[token.end[0] - 1] + token.end[1]
+                joined.append(
+                    tokenize.TokenInfo(_FSTRING, text[first:last], opening.start, token.end, "")
+                )
+                opening = None
+        elif not depth:
+            joined.append(token)
+    return joined
+
+
+def _line_starts(text: str) -> list[int]:
+    """The offset in ``text`` of each line's start, and of the text's end."""
+    starts = [0]
     for line in text.splitlines(keepends=True):
-        if DROP_LINE.match(line):
-            if uses is not None:
-                uses[DROP_LINE.pattern] += 1
-            continue
-        for pattern, repl in COMPILED:
-            line, count = pattern.subn(repl, line)
-            if uses is not None:
-                uses[pattern.pattern] += count
-        lines.append(line)
-    return "".join(lines)
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _is_asyncio_marker(tokens: list[tokenize.TokenInfo], i: int) -> bool:
+    spelled = [t.string for t in tokens[i : i + 6]]
+    after = tokens[i + 6] if i + 6 < len(tokens) else None
+    before = tokens[i - 1] if i else None
+    return (
+        spelled == ["@", "pytest", ".", "mark", ".", "asyncio"]
+        and after is not None
+        and after.type == tokenize.NEWLINE
+        and (
+            before is None
+            or before.type
+            in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
+        )
+    )
+
+
+def _prose(text: str, uses: Counter[str]) -> str:
+    """Reword prose by ``PROSE`` only, and apply the code rules to the code it quotes."""
+    pieces = []
+    done = 0
+    for match in _quotes(text):
+        pieces.append(_reword(text[done : match.start()], uses))
+        pieces.append(_quoted(match, uses))
+        done = match.end()
+    pieces.append(_reword(text[done:], uses))
+    return "".join(pieces)
+
+
+def _quotes(text: str) -> list[re.Match[str]]:
+    """The quoted code in ``text``, in order; a quote inside a fenced block is part of it."""
+    found: list[re.Match[str]] = []
+    for pattern in (FENCED, INLINE, ROLE):
+        for match in pattern.finditer(text):
+            if not any(m.start() < match.end() and match.start() < m.end() for m in found):
+                found.append(match)
+    return sorted(found, key=lambda m: m.start())
+
+
+def _quoted(match: re.Match[str], uses: Counter[str]) -> str:
+    code = match["code"]
+    if match.re is FENCED:
+        # The block is indented as its docstring is; tokenize wants it at the margin.
+        lines = code.splitlines(keepends=True)
+        margin = min(
+            (len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0
+        )
+        body = "".join(line[margin:] if line.strip() else line for line in lines)
+        try:
+            body = _code(body, uses)
+        except (tokenize.TokenError, SyntaxError) as error:
+            raise ValueError(
+                f"a fenced python block does not tokenize ({error}):\n{code}"
+            ) from None
+        indent = " " * margin
+        code = "".join(
+            indent + line if line.strip() else line for line in body.splitlines(keepends=True)
+        )
+        return match["open"] + code + match["close"]
+    try:
+        rewritten = _code(code, uses)
+    except (tokenize.TokenError, SyntaxError):
+        return match.group()  # not Python (a URL, a shell command): left as written
+    if match.re is INLINE:
+        return f"``{rewritten}``"
+    return f"{match['role']}`{rewritten}`"
+
+
+def _reword(text: str, uses: Counter[str]) -> str:
+    for phrase, sync_wording in PROSE:
+        count = text.count(phrase)
+        if count:
+            uses[f"PROSE: {phrase}"] += count
+            text = text.replace(phrase, sync_wording)
+    return text
 
 
 def package_docstring(source: Path, text: str) -> str:
@@ -98,9 +304,10 @@ def package_docstring(source: Path, text: str) -> str:
 
 
 def unused_rules(uses: Counter[str]) -> list[str]:
-    """The substitution rules (and the dropped-line pattern) that matched no source."""
-    patterns = [pattern.pattern for pattern, _ in COMPILED] + [DROP_LINE.pattern]
-    return [pattern for pattern in patterns if not uses[pattern]]
+    """The rules and ``PROSE`` phrases that matched no source."""
+    rules = [pattern for pattern, _ in NAME_RULES] + list(TOKEN_RULES)
+    rules += [f"PROSE: {phrase}" for phrase, _ in PROSE]
+    return [rule for rule in rules if not uses[rule]]
 
 
 def pairs() -> list[tuple[Path, Path]]:
@@ -200,7 +407,7 @@ def main() -> int:
     if problems:
         print("run: python scripts/unasync.py", file=sys.stderr)
     for pattern in dead:
-        print(f"substitution rule {pattern!r} matches nothing in any async source", file=sys.stderr)
+        print(f"rule {pattern!r} matches nothing in any async source", file=sys.stderr)
     if dead:
         print("remove it from scripts/unasync.py, or fix the source it was for", file=sys.stderr)
     return 1 if problems or dead else 0

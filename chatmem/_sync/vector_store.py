@@ -180,7 +180,7 @@ class BaseVectorStore(ABC):
         dimensions: Vector length; asked of the embedding model when ``None``.
 
     Raises:
-        ConfigurationError: If the model is of the other flavor (for a sync store).
+        ConfigurationError: If the model is of the other flavor (async for a sync store).
     """
 
     def __init__(self, embedding_model: EmbeddingModel, *, dimensions: int | None = None):

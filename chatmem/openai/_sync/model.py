@@ -115,7 +115,7 @@ class OpenAIChatModel(OpenAIClientOwner):
             stream = self.client.chat.completions.create(**kwargs)
             with stream:
                 for chunk in stream:
-                    # A sync generator cannot "yield from"; the generated sync twin could.
+                    # An async generator cannot "yield from"; the generated sync twin could.
                     for piece in assembler.feed(chunk):  # noqa: UP028, RUF100
                         yield piece
         except Exception as exc:

@@ -102,7 +102,7 @@ class RedisChatMemoryRepository:
         ```
 
     Args:
-        client: A redis-py client (``redis.asyncio.Redis`` for the sync repository,
+        client: A redis-py client (``redis.asyncio.Redis`` for the async repository,
             ``redis.Redis`` for the sync one), or their Redis Cluster clients
             (``redis.asyncio.cluster.RedisCluster``, ``redis.cluster.RedisCluster``). It is
             not closed by :meth:`close`.

@@ -115,8 +115,8 @@ class SqlChatMemoryRepository:
         Every URL query parameter must be one of chatmem's options below or a driver
         parameter the backend passes through (see docs/backends/sql.md); anything else is a
         ``ConfigurationError``. ``postgresql://`` uses psycopg, ``mysql://`` and
-        ``mariadb://`` use pymysql (aiomysql when sync), ``sqlite://`` uses aiosqlite when
-        sync.
+        ``mariadb://`` use pymysql (aiomysql when async), ``sqlite://`` uses aiosqlite when
+        async.
 
         Args:
             url: A SQLAlchemy URL, such as ``sqlite:///chat.db`` or

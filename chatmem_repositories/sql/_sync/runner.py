@@ -519,7 +519,7 @@ class Runner:
     def _direct_transaction(self, body: Callable[[], Body[T]]) -> T:
         """Run a direct transaction (see ``Transaction``) on a pooled driver connection.
 
-        Spares SQLAlchemy's connection and transaction objects (and, sync, their hops
+        Spares SQLAlchemy's connection and transaction objects (and, async, their hops
         into a greenlet): the driver begins the transaction with the first statement, and
         the commit goes from here, under the same deadline as each statement.
         """
