@@ -178,6 +178,10 @@ def _tokens(text: str) -> list[tokenize.TokenInfo]:
     depth = 0
     opening: tokenize.TokenInfo | None = None
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.ERRORTOKEN and token.string.strip():
+            # 3.11 reports a stray quote or character here and carries on, 3.12 raises: raise
+            # on both, so that the quote is left as written on every Python.
+            raise tokenize.TokenError(f"not Python: {token.string!r}", token.start)
         if start is not None and token.type == start:
             depth += 1
             opening = opening or token

@@ -93,6 +93,12 @@ def test_sync_wording_comes_from_the_prose_table_only() -> None:
     assert transform(f"x = 1  # ``{phrase}``\n") == f"x = 1  # ``{phrase}``\n"
 
 
+def test_a_quote_that_is_not_python_stays_as_written() -> None:
+    # A stray quote: 3.11's tokenizer carries on past it and 3.12's stops; both leave it.
+    source = "x = 1  # ``it's AsyncFoo`` but ``AsyncFoo``\n"
+    assert transform(source) == "x = 1  # ``it's AsyncFoo`` but ``Foo``\n"
+
+
 def test_the_asyncio_marker_line_is_dropped() -> None:
     source = "class T:\n    @pytest.mark.asyncio\n    async def test(self) -> None:\n        pass\n"
     assert transform(source) == "class T:\n    def test(self) -> None:\n        pass\n"
