@@ -57,12 +57,12 @@ def _load_generator() -> ModuleType:
     return generator
 
 
-_GENERATOR = _load_generator()
+GENERATOR = _load_generator()
 
 
 def sync_name(name: str) -> str:
     """The name the generator gives ``name`` in the sync twin (unchanged if not renamed)."""
-    result: str = _GENERATOR.transform(name)
+    result: str = GENERATOR.transform(name)
     return result
 
 

@@ -6,28 +6,13 @@ the line between code and prose, which that check cannot see.
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
-from pathlib import Path
-from types import ModuleType
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_unasync", ROOT / "scripts" / "unasync.py")
-    assert spec is not None
-    assert spec.loader is not None
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    return generator
-
-
-_GENERATOR = _load_generator()
+from tests.test_public_api import GENERATOR
 
 
 def transform(text: str) -> str:
-    result: str = _GENERATOR.transform(text)
+    result: str = GENERATOR.transform(text)
     return result
 
 
@@ -85,9 +70,9 @@ def test_code_quoted_in_prose_is_renamed() -> None:
 
 
 def test_sync_wording_comes_from_the_prose_table_only() -> None:
-    phrase, sync_wording = _GENERATOR.PROSE[0]
+    phrase, sync_wording = GENERATOR.PROSE[0]
     uses: Counter[str] = Counter()
-    assert _GENERATOR.transform(f'"""{phrase}."""\n', uses) == f'"""{sync_wording}."""\n'
+    assert GENERATOR.transform(f'"""{phrase}."""\n', uses) == f'"""{sync_wording}."""\n'
     assert uses[f"PROSE: {phrase}"] == 1
     # Code spelling the phrase is code, and the table never applies to it.
     assert transform(f"x = 1  # ``{phrase}``\n") == f"x = 1  # ``{phrase}``\n"
