@@ -79,7 +79,7 @@ def _global_state() -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The API's module globals holding the global providers, or ``None`` if not found.
 
     Reading them costs a dict lookup; ``get_tracer_provider()`` reads the environment on
-    every call while no provider is set (about 3 µs), too slow for every span.
+    every call while no provider is set, too slow for every span.
     """
     try:
         from opentelemetry.metrics import _internal as metrics_internal

@@ -177,7 +177,7 @@ def _host_and_port(item: str) -> tuple[str, str]:
     return host, port
 
 
-_WAL_SWITCH_TRIES = 100  # 10 ms apart; one more always sufficed (2,000 connections racing)
+_WAL_SWITCH_TRIES = 100  # 10 ms apart; the switch is done after the first opener's
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -348,7 +348,7 @@ def _generic_plans(dbapi_connection: Any, _record: Any) -> None:
     Left to itself, PostgreSQL keeps a prepared statement's generic plan only if it is
     estimated to cost no more than planning with each call's values; for a conversation
     smaller than the table's average, it is not, and the memory's read was planned anew
-    on every call (0.4 ms of a 0.8 ms read). Every statement of the repository is shaped
+    on every call, a large part of a short read. Every statement of the repository is shaped
     so that its generic plan walks an index: equality on the conversation id leads every
     index, liveness is an uncorrelated ``EXISTS``, the system message is found by its full
     primary key. Only for engines the repository creates; the setting lasts for the
@@ -588,7 +588,7 @@ async def async_fetch_rows(driver: Any, text: str, bound: Any) -> list[Any]:
     """Run one statement on a driver connection and return its rows (no counts).
 
     aiosqlite runs the statement and reads its rows in one hop to its thread
-    (``execute_fetchall``), where executing and fetching took two (50-100 µs each here).
+    (``execute_fetchall``), where executing and fetching took a hop each.
     """
     if hasattr(driver, "execute_fetchall"):
         return list(await driver.execute_fetchall(text, bound))

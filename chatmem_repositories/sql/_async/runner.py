@@ -170,7 +170,7 @@ class AsyncRunner:
         # Operations wait for a connection here, first come first served, one slot per pooled
         # connection. The pool's own queue lets a caller that just returned a connection take
         # it straight back, so under more concurrent callers than connections some waited
-        # for seconds while others ran turn after turn (p99 5.1 s, p50 6.5 ms, 128 tasks).
+        # for seconds while others ran turn after turn (benchmarks/load.py measures it).
         capacity = _pool_capacity(engine)
         self._gate = None if capacity is None else AsyncSemaphore(capacity)
 
@@ -188,7 +188,7 @@ class AsyncRunner:
             # Run to its end even if the caller is cancelled (CancelledError follows): a
             # connection SQLAlchemy closed on a cancellation inside the schema's transaction
             # stayed open in SQLite while its statement was still referenced, and kept the
-            # database locked (the next call waited 30 s for it).
+            # database locked (the next call waited out its whole busy timeout).
             await async_to_completion(self._create_schema)
             self._ready = True
 
