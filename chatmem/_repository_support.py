@@ -17,6 +17,7 @@ __all__ = [
     "check_initialize_schema",
     "check_limit",
     "conversation_page",
+    "epoch_micros",
     "escape_like",
     "matches_history_filters",
     "normalize_ttl",
@@ -80,6 +81,37 @@ def escape_like(text: str, escape: str = "\\") -> str:
     return (
         text.replace(escape, escape + escape).replace("%", escape + "%").replace("_", escape + "_")
     )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def epoch_micros(moment: datetime) -> int:
+    """Return a datetime as whole microseconds since the Unix epoch, exactly.
+
+    A naive datetime is taken as UTC, as messages take it. Times before the epoch are
+    negative; nothing is rounded (a datetime has no unit below the microsecond).
+
+    Args:
+        moment: The time to convert, naive (UTC) or aware.
+
+    Returns:
+        The number of microseconds from 1970-01-01T00:00:00Z to ``moment``.
+
+    Example:
+        ```python
+        from datetime import UTC, datetime
+
+        from chatmem.backend import epoch_micros
+
+        assert epoch_micros(datetime(1970, 1, 1, 0, 0, 1, 5, tzinfo=UTC)) == 1_000_005
+        assert epoch_micros(datetime(1970, 1, 1, 0, 0, 1, 5)) == 1_000_005
+        ```
+    """
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 def utc_now() -> datetime:

@@ -17,7 +17,8 @@ What is here, by concern:
   :func:`conversation_page` (the tail of ``list_conversations``),
   :func:`matches_history_filters` (``find_history``'s filters on one message),
   :func:`escape_like` (literal ``LIKE`` patterns).
-- **Time**: :data:`Clock`, :func:`utc_now`.
+- **Time**: :data:`Clock`, :func:`utc_now`, :func:`epoch_micros` (a datetime as integer
+  microseconds since the epoch).
 - **Concurrency twins**: :class:`AsyncLock`/:class:`Lock`,
   :class:`AsyncSemaphore`/:class:`Semaphore`, :func:`async_sleep`/:func:`sleep`,
   :func:`async_run_all`/:func:`run_all`, :func:`run_in_order` (a bounded, ordered thread
@@ -74,6 +75,7 @@ from chatmem._repository_support import (
     check_initialize_schema,
     check_limit,
     conversation_page,
+    epoch_micros,
     escape_like,
     matches_history_filters,
     normalize_ttl,
@@ -130,6 +132,7 @@ __all__ = [
     "documents_from_rows",
     "embed_documents",
     "embed_query",
+    "epoch_micros",
     "escape_like",
     "is_secret_option",
     "matches_history_filters",

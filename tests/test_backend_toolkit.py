@@ -6,7 +6,7 @@ import ast
 import asyncio
 import importlib
 from collections.abc import Sequence
-from datetime import UTC
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from chatmem.backend import (
     check_clock,
     conversation_page,
     cosine_score,
+    epoch_micros,
     unique_by_id,
     utc_now,
 )
@@ -260,3 +261,13 @@ def test_the_built_in_vector_stores_implement_only_the_hooks_of_the_base() -> No
         for store in stores:
             assert issubclass(store, base)
             assert not owned_by_base & set(vars(store)), store.__name__
+
+
+def test_epoch_micros_is_exact_and_takes_naive_datetimes_as_utc() -> None:
+    assert epoch_micros(datetime(1970, 1, 1, tzinfo=UTC)) == 0
+    assert epoch_micros(datetime(1970, 1, 1, 0, 0, 1, 5)) == 1_000_005
+    assert epoch_micros(datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)) == -1
+    plus_two = timezone(timedelta(hours=2))
+    assert epoch_micros(datetime(1970, 1, 1, 2, tzinfo=plus_two)) == 0
+    late = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+    assert epoch_micros(late) == 253_402_300_799_999_999

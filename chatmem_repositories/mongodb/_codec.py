@@ -60,7 +60,7 @@ from typing import Any
 
 from bson import ObjectId
 
-from chatmem.backend import Position, StoredMessage
+from chatmem.backend import Position, StoredMessage, epoch_micros
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem.messages import Message, MessageType, decode_message, encode_message, searchable_text
 
@@ -81,19 +81,10 @@ __all__ = [
     "regex_literal",
     "server_product",
     "stored_from_document",
-    "to_micros",
     "whole_batches",
 ]
 
 _NUL_STAND_IN = "\ufffd"  # FerretDB rejects NUL inside strings; only the search copy needs it
-
-
-def to_micros(moment: datetime) -> int:
-    """Microseconds since the epoch; a naive datetime is taken as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def searchable(message: Message) -> str:
@@ -117,7 +108,7 @@ def message_document(
         "position": position,
         "message_id": message.id,
         "type": message.type.value,
-        "created_us": to_micros(message.created_at),
+        "created_us": epoch_micros(message.created_at),
         "text": searchable(message),
         "data": encode_message(message),
     }
@@ -315,9 +306,9 @@ def history_filter(
         query["position"] = {"$gt": check_position(after)}
     created: dict[str, int] = {}
     if since is not None:
-        created["$gte"] = to_micros(since)
+        created["$gte"] = epoch_micros(since)
     if until is not None:
-        created["$lt"] = to_micros(until)
+        created["$lt"] = epoch_micros(until)
     if created:
         query["created_us"] = created
     if types is not None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from chatmem.backend import Position, StoredMessage, VectorDocument
+from chatmem.backend import Position, StoredMessage, VectorDocument, epoch_micros
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import (
     Message,
@@ -23,25 +23,14 @@ __all__ = [
     "check_position",
     "document_rows",
     "message_params",
-    "micros",
     "stored_messages",
     "ttl_millis",
 ]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 
 NO_POSITION = 2**63 - 1
 """Above every position: ``before=`` when the caller gives none."""
 FIRST_POSITION = 0
 """Below every position: ``after=`` when the caller gives none."""
-
-
-def micros(moment: datetime) -> int:
-    """Return microseconds since the epoch; a naive datetime is taken as UTC, as messages do."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // _MICROSECOND
 
 
 def ttl_millis(ttl: timedelta | None) -> int | None:
@@ -71,7 +60,7 @@ def message_params(message: Message) -> dict[str, Any]:
         "id": message.id,
         "type": kind.value,
         "is_system": kind is MessageType.SYSTEM,
-        "created_at": micros(message.created_at),
+        "created_at": epoch_micros(message.created_at),
         # Stored case-folded so `CONTAINS` matches exactly what searchable_text() promises.
         "search_text": searchable_text(message).casefold(),
         "data": encode_message(message),

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chatmem.backend import Position, StoredMessage
+from chatmem.backend import Position, StoredMessage, epoch_micros
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, decode_message, encode_message, searchable_text
 from chatmem.repository import ConversationSummary
@@ -16,21 +15,10 @@ __all__ = [
     "as_int",
     "as_text",
     "decode_summary",
-    "micros",
     "position_arg",
     "server_product",
     "stored_from_pairs",
 ]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICRO = timedelta(microseconds=1)
-
-
-def micros(moment: datetime) -> int:
-    """Microseconds since the epoch, exactly (naive datetimes are taken as UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // _MICRO
 
 
 def position_arg(position: Position) -> str:
@@ -48,7 +36,7 @@ def append_args(messages: Sequence[Message]) -> list[str]:
         args += [
             message.id,
             message.type.value,
-            str(micros(message.created_at)),
+            str(epoch_micros(message.created_at)),
             searchable_text(message).casefold(),
             encode_message(message),
         ]

@@ -14,10 +14,9 @@ from typing import Any, LiteralString
 from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncManagedTransaction, AsyncSession
 from neo4j.exceptions import ClientError
 
-from chatmem.backend import AsyncLock, Clock, async_sleep
+from chatmem.backend import AsyncLock, Clock, async_sleep, epoch_micros
 from chatmem.exceptions import RepositoryError
 from chatmem_repositories._deadline import Deadline, arm
-from chatmem_repositories.neo4j._codec import micros
 from chatmem_repositories.neo4j._drivers import closer_of
 from chatmem_repositories.neo4j._errors import (
     DRIVER_ERRORS,
@@ -139,7 +138,7 @@ class AsyncStatementRunner:
         # stored ids), so transient failures are retried here as execute_write would.
         await self.ensure_schema()
         # "now" for expiry: the injected clock's, else null and the statement reads the server's.
-        now = None if self._clock is None else micros(self._clock()) // 1000
+        now = None if self._clock is None else epoch_micros(self._clock()) // 1000
         params = {**params, "now": now}
         retry = RetryDelays(self._retry_seconds)
         # A write whose connection failed after it was sent may have committed; that stays

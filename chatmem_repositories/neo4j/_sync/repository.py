@@ -19,6 +19,7 @@ from chatmem.backend import (
     check_initialize_schema,
     check_limit,
     conversation_page,
+    epoch_micros,
     normalize_ttl,
     unique_by_id,
 )
@@ -32,7 +33,6 @@ from chatmem_repositories.neo4j._codec import (
     NO_POSITION,
     check_position,
     message_params,
-    micros,
     stored_messages,
     ttl_millis,
 )
@@ -319,8 +319,8 @@ class Neo4jChatMemoryRepository:
         return {
             "cid": conversation_id,
             "after": FIRST_POSITION if after is None else check_position(after),
-            "since": None if since is None else micros(since),
-            "until": None if until is None else micros(until),
+            "since": None if since is None else epoch_micros(since),
+            "until": None if until is None else epoch_micros(until),
             "types": None if types is None else [MessageType(t).value for t in types],
             "needle": None if text is None else text.casefold(),
             "limit": limit,

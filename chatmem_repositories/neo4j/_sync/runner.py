@@ -16,10 +16,9 @@ from typing import Any, LiteralString
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Session
 from neo4j.exceptions import ClientError
 
-from chatmem.backend import Clock, Lock, sleep
+from chatmem.backend import Clock, Lock, epoch_micros, sleep
 from chatmem.exceptions import RepositoryError
 from chatmem_repositories._deadline import Deadline, arm
-from chatmem_repositories.neo4j._codec import micros
 from chatmem_repositories.neo4j._drivers import closer_of
 from chatmem_repositories.neo4j._errors import (
     DRIVER_ERRORS,
@@ -141,7 +140,7 @@ class StatementRunner:
         # stored ids), so transient failures are retried here as execute_write would.
         self.ensure_schema()
         # "now" for expiry: the injected clock's, else null and the statement reads the server's.
-        now = None if self._clock is None else micros(self._clock()) // 1000
+        now = None if self._clock is None else epoch_micros(self._clock()) // 1000
         params = {**params, "now": now}
         retry = RetryDelays(self._retry_seconds)
         # A write whose connection failed after it was sent may have committed; that stays

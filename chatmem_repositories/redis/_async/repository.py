@@ -16,6 +16,7 @@ from chatmem.backend import (
     async_sleep,
     check_limit,
     conversation_page,
+    epoch_micros,
     matches_history_filters,
     normalize_ttl,
     scrub,
@@ -31,7 +32,6 @@ from chatmem_repositories.redis._codec import (
     as_int,
     as_text,
     decode_summary,
-    micros,
     position_arg,
     server_product,
     stored_from_pairs,
@@ -537,8 +537,8 @@ class AsyncRedisChatMemoryRepository:
         while len(found) < limit:
             args = [
                 cursor,
-                "" if since is None else str(micros(since)),
-                "" if until is None else str(micros(until)),
+                "" if since is None else str(epoch_micros(since)),
+                "" if until is None else str(epoch_micros(until)),
                 " ".join(kinds or []),
                 "0" if text is None else "1",
                 "" if text is None else text.casefold(),

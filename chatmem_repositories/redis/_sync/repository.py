@@ -17,6 +17,7 @@ from chatmem.backend import (
     StoredMessage,
     check_limit,
     conversation_page,
+    epoch_micros,
     matches_history_filters,
     normalize_ttl,
     scrub,
@@ -33,7 +34,6 @@ from chatmem_repositories.redis._codec import (
     as_int,
     as_text,
     decode_summary,
-    micros,
     position_arg,
     server_product,
     stored_from_pairs,
@@ -527,8 +527,8 @@ class RedisChatMemoryRepository:
         while len(found) < limit:
             args = [
                 cursor,
-                "" if since is None else str(micros(since)),
-                "" if until is None else str(micros(until)),
+                "" if since is None else str(epoch_micros(since)),
+                "" if until is None else str(epoch_micros(until)),
                 " ".join(kinds or []),
                 "0" if text is None else "1",
                 "" if text is None else text.casefold(),
