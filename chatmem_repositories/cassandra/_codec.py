@@ -95,6 +95,7 @@ class NextPositions:
             self.set(conversation_id, value)
 
 
+# Not shared: only ASCII digit text, and only values a bigint clustering column can hold.
 def parse_position(position: Position) -> int:
     """Turn a position previously returned (an integer) back into the stored value.
 

@@ -269,6 +269,7 @@ def is_expired(document: dict[str, Any] | None, now: datetime) -> bool:
     return bool(expires_at <= now)
 
 
+# Not shared: only ints pass (no digit text, unlike SQL and Cassandra) and the error names MongoDB.
 def check_position(position: Position) -> int:
     """Accept only positions this backend hands out (integers).
 

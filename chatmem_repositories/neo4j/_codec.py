@@ -40,6 +40,7 @@ def ttl_millis(ttl: timedelta | None) -> int | None:
     return max(1, round(ttl.total_seconds() * 1000))
 
 
+# Not shared: only ints pass (no digit text, unlike SQL and Cassandra) and the error names Neo4j.
 def check_position(position: Position) -> int:
     """Return a position this repository handed out, or raise.
 

@@ -21,6 +21,7 @@ __all__ = [
 ]
 
 
+# Not shared: it returns script text and accepts whatever int() does, as it always has.
 def position_arg(position: Position) -> str:
     """A caller's position as the integer text the scripts compare."""
     try:

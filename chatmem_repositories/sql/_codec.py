@@ -38,6 +38,7 @@ FIRST_POSITION = 1
 conversation row, so it has no messages yet."""
 
 
+# Not shared with the other backends: this one also takes back its positions as digit text.
 def as_position(value: Position) -> int:
     """Return a position this backend handed out as an int, or raise ConfigurationError."""
     if isinstance(value, int) and not isinstance(value, bool):
