@@ -35,7 +35,7 @@ def _missing_extra() -> str | None:
 
 def __getattr__(name: str) -> Any:
     if name == "app":
-        from chatmem_cli._app import app
+        from chatmem_cli._commands import app
 
         return app
     raise AttributeError(f"module 'chatmem_cli' has no attribute {name!r}")
@@ -51,6 +51,6 @@ def main() -> None:
             file=sys.stderr,
         )
         raise SystemExit(1)
-    from chatmem_cli._app import main as run
+    from chatmem_cli._commands import main as run
 
     run()

@@ -1,4 +1,7 @@
-"""The core commands (argument parsing and output); the work lives in sibling modules."""
+"""The commands (argument parsing and output), registered on the app in ``--help`` order.
+
+The work, and the ``export``, ``import`` and ``migrate`` commands, live in sibling modules.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
 
-from chatmem_cli._application import OwnerOption, app, checked_conversation_id
 from chatmem_cli._chat import run_chat
 from chatmem_cli._common import (
     UrlOption,
@@ -25,6 +27,7 @@ from chatmem_cli._doctor import doctor_checks, reach_server
 from chatmem_cli._inspect import list_page, show_conversation
 from chatmem_cli._maintenance import prune_older_than
 from chatmem_cli._transfer_cli import export_command, import_command, migrate_command
+from chatmem_cli._typer_app import OwnerOption, app, checked_conversation_id
 from chatmem_repositories import redact_url
 from chatmem_repositories._options import Duration
 
