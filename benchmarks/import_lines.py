@@ -9,7 +9,7 @@ answers). Then, per destination and per round, interleaved (the order rotates ea
   re-serialized and decoded, in the check pass and again in the write pass; every message
   appended (the repository skipping stored ids); skipped messages compared by digest with
   the conversation read back;
-- ``after``: :func:`chatmem_cli._transfer.import_lines` as the command runs it now (the
+- ``after``: :func:`chatmem_cli._transfer_engine.import_lines` as the command runs it now (the
   export's own lines decoded a thousand per call; a conversation's stored messages read
   first, so only new ones are appended), with concurrency 1 and the command's default;
 
@@ -51,8 +51,8 @@ from chatmem import (
     decode_message,
     encode_message,
 )
-from chatmem_cli._transfer import import_lines, iter_history
-from chatmem_cli._transfer_cli import MIGRATE_CONCURRENCY
+from chatmem_cli._transfer_commands import MIGRATE_CONCURRENCY
+from chatmem_cli._transfer_engine import import_lines, iter_history
 from chatmem_repositories import create_repository
 
 

@@ -46,7 +46,7 @@ from migrate_sources import fill
 from chatmem import ChatMemoryLog
 from chatmem.interop import langchain_import
 from chatmem.interop.sources import ImportedConversation, import_conversations, read_source
-from chatmem_cli._transfer_cli import MIGRATE_CONCURRENCY
+from chatmem_cli._transfer_commands import MIGRATE_CONCURRENCY
 from chatmem_repositories import create_repository
 
 

@@ -118,7 +118,7 @@ class Run:
             cast(Any, self.repository).append_many(pairs[start : start + group])
 
     def migrate(self, total: int) -> None:
-        from chatmem_cli._transfer import migrate  # only this phase needs the CLI
+        from chatmem_cli._transfer_engine import migrate  # only this phase needs the CLI
 
         source = create_repository("memory://")
         migrated = [f"bulk-migrate-{c}" for c in range(len(self.histories))]

@@ -40,7 +40,7 @@ from _measure import process_cpu
 from sqlalchemy import event
 
 from chatmem import AssistantMessage, Message, UserMessage
-from chatmem_cli._transfer import migrate
+from chatmem_cli._transfer_engine import migrate
 from chatmem_repositories import create_repository, redact_url
 
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]

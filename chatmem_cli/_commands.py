@@ -26,7 +26,7 @@ from chatmem_cli._demo import run_demo
 from chatmem_cli._doctor import doctor_checks, reach_server
 from chatmem_cli._inspect import list_page, show_conversation
 from chatmem_cli._maintenance import prune_older_than
-from chatmem_cli._transfer_cli import export_command, import_command, migrate_command
+from chatmem_cli._transfer_commands import export_command, import_command, migrate_command
 from chatmem_cli._typer_app import OwnerOption, app, checked_conversation_id
 from chatmem_repositories import redact_url
 from chatmem_repositories._options import Duration

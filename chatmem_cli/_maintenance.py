@@ -9,7 +9,7 @@ from chatmem import (
     ChatMemoryLog,
     MessageType,
 )
-from chatmem_cli._transfer import iter_conversations
+from chatmem_cli._transfer_engine import iter_conversations
 
 __all__ = ["PruneReport", "prune_older_than"]
 

@@ -31,9 +31,9 @@ from chatmem import (
     encode_message,
     scoped_conversation_id,
 )
-from chatmem_cli import _transfer as transfer
+from chatmem_cli import _transfer_engine as transfer
 from chatmem_cli import app
-from chatmem_cli._transfer import import_lines, iter_conversations, iter_history
+from chatmem_cli._transfer_engine import import_lines, iter_conversations, iter_history
 from chatmem_repositories import create_repository
 from tests.conftest import server_url
 

@@ -25,7 +25,7 @@ from chatmem_cli._common import (
     resolve_url,
 )
 from chatmem_cli._doctor import reach_server
-from chatmem_cli._transfer import count_conversations, export_lines, import_lines, migrate
+from chatmem_cli._transfer_engine import count_conversations, export_lines, import_lines, migrate
 from chatmem_cli._typer_app import OwnerOption, progress_bar
 from chatmem_repositories import redact_url
 
