@@ -35,6 +35,7 @@ import argparse
 import ast
 import io
 import re
+import shutil
 import subprocess
 import sys
 import tokenize
@@ -326,13 +327,25 @@ def pairs() -> list[tuple[Path, Path]]:
     return found
 
 
+def ruff() -> str:
+    """The pinned ruff: on PATH, else beside this interpreter, else in the project's .venv."""
+    for candidate in (
+        shutil.which("ruff"),
+        Path(sys.executable).with_name("ruff"),
+        ROOT / ".venv" / "bin" / "ruff",
+    ):
+        if candidate and Path(candidate).is_file():
+            return str(candidate)
+    sys.exit("unasync: ruff not found; run it in the project's environment (scripts/test makes it)")
+
+
 def tidy(text: str, target: Path) -> str:
     # Removing "await" and renaming can change import order and line breaks; let ruff settle
     # them so the generated file passes the same lint and format checks as the source.
     name = str(target)
     for command in (
         [
-            "ruff",
+            ruff(),
             "check",
             "--fix-only",
             "--select",
@@ -342,7 +355,7 @@ def tidy(text: str, target: Path) -> str:
             name,
             "-",
         ],
-        ["ruff", "format", "--quiet", "--stdin-filename", name, "-"],
+        [ruff(), "format", "--quiet", "--stdin-filename", name, "-"],
     ):
         text = subprocess.run(
             command, input=text, capture_output=True, text=True, check=True, cwd=ROOT
