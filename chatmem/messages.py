@@ -2,7 +2,9 @@
 
 Four message types follow Spring AI's names and values: :class:`SystemMessage`,
 :class:`UserMessage` (text plus optional media), :class:`AssistantMessage` (text plus tool
-calls) and :class:`ToolResponseMessage` (tool results matched to calls by id). Every message
+calls, and for reasoning models their :class:`ReasoningPart` s, provider-native
+:class:`ProviderItem` s and :class:`TokenUsage`) and :class:`ToolResponseMessage` (tool results
+matched to calls by id). Every message
 carries an ``id`` (a UUIDv7 string that makes appends idempotent), ``created_at`` (UTC) and
 JSON ``metadata``. Messages are immutable.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -50,7 +53,10 @@ __all__ = [
     "Media",
     "Message",
     "MessageType",
+    "ProviderItem",
+    "ReasoningPart",
     "SystemMessage",
+    "TokenUsage",
     "ToolCall",
     "ToolResponse",
     "ToolResponseMessage",
@@ -166,6 +172,102 @@ class ToolResponse(_Frozen):
     """The result, as text (usually JSON)."""
 
 
+# A field left out of the stored JSON while it holds its default: messages of models that do
+# not reason are written byte for byte as before these fields existed, and read back equal.
+# operator.not_ is a C function, so the check costs no Python frame per message.
+_OMITTED_WHEN_EMPTY: Any = {"exclude_if": operator.not_}
+
+
+class ReasoningPart(_Frozen):
+    """What a reasoning model thought before it answered, kept to be sent back to it.
+
+    Anthropic's ``thinking`` and ``redacted_thinking`` blocks, OpenAI's Responses API
+    ``reasoning`` items, pydantic-ai's ``ThinkingPart``, LangChain's ``reasoning`` blocks and
+    LlamaIndex's ``ThinkingBlock`` all become a reasoning part. The provider checks what comes
+    back: ``signature`` must be returned byte for byte, and only to the ``provider`` (and,
+    where signatures are bound to it, the ``model``) that produced it.
+
+    Example:
+        >>> part = ReasoningPart(text="The user asked for...", signature="EqQB...",
+        ...                      provider="anthropic", model="claude-sonnet-4-5")
+        >>> AssistantMessage("Hello", reasoning=[part]).reasoning[0].signature
+        'EqQB...'
+    """
+
+    text: str = ""
+    """The reasoning text, or its summary where the provider returns only a summary; empty
+    for a redacted part."""
+    signature: str | None = None
+    """The provider's proof or encrypted form of the reasoning, returned to it unchanged:
+    Anthropic's ``signature`` (or a redacted block's ``data``), OpenAI's
+    ``encrypted_content``."""
+    redacted: bool = False
+    """True for reasoning the provider returned only in encrypted form (Anthropic's
+    ``redacted_thinking``): ``text`` is empty and ``signature`` holds the data."""
+    id: str | None = None
+    """The provider's id for the part (an OpenAI reasoning item's ``id``), if it has one."""
+    provider: str | None = None
+    """Who produced it, as in OpenTelemetry's ``gen_ai.provider.name`` (``"anthropic"``,
+    ``"openai"``, ...); None if unknown, and then it is sent to no provider."""
+    model: str | None = None
+    """The model that produced it, if known."""
+    index: int | None = None
+    """Its place among the assistant message's parts as the provider returned them, where
+    the order matters (interleaved thinking): the parts are the reasoning parts and
+    provider items at their indexes, and in the remaining places, in order, the message's
+    text (when not empty) and then its tool calls. None places it before text and tool calls,
+    in list order."""
+    details: dict[str, JsonValue] = Field(default_factory=dict, **_OMITTED_WHEN_EMPTY)
+    """Provider-specific fields kept verbatim (for example OpenAI's summary parts when there
+    are several), so the part goes back exactly as it came."""
+
+
+class ProviderItem(_Frozen):
+    """A provider-native item that has no chatmem equivalent and must go back verbatim.
+
+    For example an OpenAI Responses ``compaction`` item or an Anthropic context-management
+    result. It is replayed only to the ``provider`` that produced it and left out, by rule,
+    for any other.
+
+    Example:
+        >>> item = ProviderItem(provider="openai", type="compaction",
+        ...                     data={"type": "compaction", "encrypted_content": "gAAA..."})
+        >>> item.type
+        'compaction'
+    """
+
+    provider: str
+    """Who produced it, as in OpenTelemetry's ``gen_ai.provider.name``."""
+    type: str
+    """The provider's name for the kind of item (``"compaction"``, ...)."""
+    data: dict[str, JsonValue]
+    """The item exactly as the provider's API returned it."""
+    model: str | None = None
+    """The model that produced it, if known."""
+    index: int | None = None
+    """Its place among the message's parts, as for :attr:`ReasoningPart.index`."""
+
+
+class TokenUsage(_Frozen):
+    """Tokens one model call used, as the provider reported and bills them.
+
+    Example:
+        >>> TokenUsage(input_tokens=1200, output_tokens=80, cache_read_tokens=1024).input_tokens
+        1200
+    """
+
+    input_tokens: int = Field(default=0, ge=0)
+    """Prompt tokens, including those read from or written to the cache."""
+    output_tokens: int = Field(default=0, ge=0)
+    """Generated tokens, including reasoning tokens."""
+    reasoning_tokens: int = Field(default=0, ge=0)
+    """Of the output tokens, those spent on reasoning."""
+    cache_read_tokens: int = Field(default=0, ge=0)
+    """Of the input tokens, those read from the provider's prompt cache."""
+    cache_write_tokens: int = Field(default=0, ge=0)
+    """Of the input tokens, those written to the provider's prompt cache."""
+
+
 class _BaseMessage(_Frozen):
     # The fields of each message class that hold text, and those that hold parts (tool
     # calls, tool results, media): the surrogate check reads them without looking for them.
@@ -252,8 +354,14 @@ def _strings(message: _BaseMessage) -> Iterator[str]:
         elif isinstance(value, list) and name != "metadata":
             for part in value:
                 yield from _strings_of_part(part)
-    pending: list[JsonValue] = [message.metadata] if message.metadata else []
-    while pending:  # a loop, not recursion: metadata may nest deeply
+    if message.metadata:
+        yield from _json_strings(message.metadata)
+
+
+def _json_strings(value: JsonValue) -> Iterator[str]:
+    """Every string in a JSON value: keys and values, at any depth."""
+    pending: list[JsonValue] = [value]
+    while pending:  # a loop, not recursion: JSON may nest deeply
         value = pending.pop()
         if isinstance(value, str):
             yield value
@@ -268,6 +376,8 @@ def _strings_of_part(part: BaseModel) -> Iterator[str]:
     for value in part.__dict__.values():
         if isinstance(value, str):
             yield value
+        elif isinstance(value, dict):  # a reasoning part's details, a provider item's data
+            yield from _json_strings(value)
 
 
 class SystemMessage(_BaseMessage):
@@ -310,6 +420,13 @@ class AssistantMessage(_BaseMessage):
     """Tools the model asked to run, answered by :class:`ToolResponseMessage`."""
     media: list[Media] = Field(default_factory=list)
     """Media produced by the model."""
+    reasoning: list[ReasoningPart] = Field(default_factory=list, **_OMITTED_WHEN_EMPTY)
+    """What the model thought before answering, to be sent back to the provider that
+    produced it (see :class:`ReasoningPart`)."""
+    provider_items: list[ProviderItem] = Field(default_factory=list, **_OMITTED_WHEN_EMPTY)
+    """Provider-native items to be sent back verbatim to their provider."""
+    usage: TokenUsage | None = Field(default=None, **_OMITTED_WHEN_EMPTY)
+    """The tokens the call that produced this message used, if reported."""
 
     def __init__(self, text: str | None = None, /, **data: Any) -> None:
         if text is not None:
