@@ -1,28 +1,41 @@
-"""Helpers shared by the converters: the error, lazy imports, envelopes, JSON arguments, names."""
+"""Helpers shared by the converters: errors, imports, envelopes, arguments, names, part order."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
 import json
+from collections import deque
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 from chatmem.exceptions import ChatMemError
-from chatmem.messages import AssistantMessage, Message, ToolResponseMessage
+from chatmem.messages import (
+    AssistantMessage,
+    Message,
+    ProviderItem,
+    ReasoningPart,
+    ToolCall,
+    ToolResponseMessage,
+)
 
 __all__ = [
     "ENVELOPE_KEY",
+    "AssistantPart",
     "ConversionError",
     "arguments_to_object",
+    "assistant_parts",
     "call_names",
     "envelope_of",
+    "exact_fields",
     "field_defaults",
     "holds_defaults",
     "object_to_arguments",
+    "placed",
     "require",
+    "same_content",
     "unnamed_results",
     "with_envelope",
 ]
@@ -205,3 +218,118 @@ def unnamed_results(messages: Sequence[Message]) -> bool:
     return any(
         not r.name for m in messages if isinstance(m, ToolResponseMessage) for r in m.responses
     )
+
+
+AssistantPart: TypeAlias = ReasoningPart | ProviderItem | str | ToolCall
+"""One part of an assistant message in provider order: a reasoning part, a provider item, the
+text (a ``str``) or a tool call."""
+
+
+def assistant_parts(message: AssistantMessage) -> list[AssistantPart]:
+    """Return an assistant message's parts in the order the provider returned them.
+
+    Reasoning parts and provider items with an ``index`` take that place; the other places
+    are filled, in order, by those without one, then the text (when not empty), then the tool
+    calls (see :attr:`chatmem.messages.ReasoningPart.index`). An index beyond the end puts
+    the part last.
+
+    Args:
+        message: The assistant message.
+    """
+    extras: list[ReasoningPart | ProviderItem] = [*message.reasoning, *message.provider_items]
+    floating: deque[AssistantPart] = deque(part for part in extras if part.index is None)
+    if message.text:
+        floating.append(message.text)
+    floating.extend(message.tool_calls)
+    fixed = deque(sorted((p for p in extras if p.index is not None), key=_index))
+    out: list[AssistantPart] = []
+    while floating or fixed:
+        if fixed and (_index(fixed[0]) <= len(out) or not floating):
+            out.append(fixed.popleft())
+        else:
+            out.append(floating.popleft())
+    return out
+
+
+def _index(part: ReasoningPart | ProviderItem) -> int:
+    return part.index if part.index is not None else -1
+
+
+def placed(
+    parts: Sequence[AssistantPart],
+) -> tuple[list[ReasoningPart], list[ProviderItem]]:
+    """Return the reasoning parts and provider items of ``parts``, indexed as they stand.
+
+    The inverse of :func:`assistant_parts` for a framework's list of parts: when every
+    reasoning part and provider item comes before the text and the tool calls, none gets an
+    index (the usual order); otherwise each gets its place, counting the text once (where its
+    first non-empty piece stands).
+
+    Args:
+        parts: A message's parts in the framework's order (texts may be several pieces).
+    """
+    places: list[tuple[ReasoningPart | ProviderItem, int]] = []
+    seen_text = seen_other = interleaved = False
+    slot = 0
+    for part in parts:
+        if isinstance(part, str):
+            if not part or seen_text:
+                continue
+            seen_text = seen_other = True
+        elif isinstance(part, ToolCall):
+            seen_other = True
+        else:
+            interleaved = interleaved or seen_other
+            places.append((part, slot))
+        slot += 1
+    indexed = [p.model_copy(update={"index": i}) if interleaved else p for p, i in places]
+    return (
+        [p for p in indexed if isinstance(p, ReasoningPart)],
+        [p for p in indexed if isinstance(p, ProviderItem)],
+    )
+
+
+_ENVELOPE_FIELDS = frozenset({"id", "created_at", "metadata"})
+_REASONING_FIELDS = frozenset({"reasoning", "provider_items", "usage"})
+
+
+def same_content(converted: Message, stored: Message) -> bool:
+    """Whether a framework's stashed message still says what the stored message says.
+
+    The envelope (id, time, metadata) is not compared. A stored assistant message without
+    reasoning, provider items and usage may have been written before chatmem held them, when
+    the stash alone kept a framework's reasoning: those fields are not compared for it, so
+    its stash still gives the framework's message back whole.
+
+    Args:
+        converted: The stash, converted to a message.
+        stored: The stored message that holds the stash.
+    """
+    excluded = set(_ENVELOPE_FIELDS)
+    if isinstance(stored, AssistantMessage) and not (
+        stored.reasoning or stored.provider_items or stored.usage is not None
+    ):
+        excluded |= _REASONING_FIELDS
+    return converted.model_dump(exclude=excluded) == stored.model_dump(exclude=excluded)
+
+
+def exact_fields(message: AssistantMessage, again: AssistantMessage) -> dict[str, Any]:
+    """Return, as JSON, the reasoning, provider items and usage ``again`` does not give back.
+
+    A converter reads its own output back as ``again``; what differs from ``message`` is kept
+    in chatmem's envelope, so the round trip is exact.
+
+    Args:
+        message: The assistant message converted.
+        again: Its conversion read back.
+    """
+    out: dict[str, Any] = {}
+    for name in sorted(_REASONING_FIELDS):
+        value = getattr(message, name)
+        if getattr(again, name) == value:
+            continue
+        if isinstance(value, list):
+            out[name] = [part.model_dump(mode="json") for part in value]
+        else:
+            out[name] = value.model_dump(mode="json") if value is not None else None
+    return out

@@ -9,19 +9,27 @@ from typing import Any
 
 from chatmem.interop._common import (
     ENVELOPE_KEY,
+    AssistantPart,
     ConversionError,
+    assistant_parts,
     envelope_of,
+    exact_fields,
     field_defaults,
     holds_defaults,
     object_to_arguments,
+    placed,
     require,
+    same_content,
     with_envelope,
 )
 from chatmem.messages import (
     AssistantMessage,
     Media,
     Message,
+    ProviderItem,
+    ReasoningPart,
     SystemMessage,
+    TokenUsage,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -38,6 +46,11 @@ STASH_KEY = "langchain"
 """Metadata key holding a LangChain message's JSON when chatmem's fields cannot hold it all."""
 
 _KINDS = ("image", "audio", "video", "file")
+
+# The fields of an assistant message that chatmem's envelope keeps exactly when LangChain's
+# blocks cannot say them all (a provider item without a provider in the message, an index
+# out of the usual order, ...).
+_EXACT_FIELDS = ("reasoning", "provider_items", "usage")
 
 
 # -- chatmem to LangChain ----------------------------------------------------------------------
@@ -93,8 +106,7 @@ def _core(message: Message) -> list[lc.BaseMessage]:
     if isinstance(message, UserMessage):
         return [lc.HumanMessage(_content(message.text, message.media), id=message.id)]
     if isinstance(message, AssistantMessage):
-        calls = _tool_calls(message, envelope)
-        out = lc.AIMessage(_content(message.text, message.media), id=message.id, **calls)
+        out = _assistant_out(message, envelope)
         if envelope:
             out.additional_kwargs[ENVELOPE_KEY] = envelope
         return [out]
@@ -112,6 +124,101 @@ def _core(message: Message) -> list[lc.BaseMessage]:
     ]
 
 
+def _assistant_out(message: AssistantMessage, envelope: dict[str, Any]) -> lc.AIMessage:
+    """The AIMessage of an assistant message; what its blocks cannot say goes in ``envelope``."""
+    out = _ai_message(message, envelope)
+    again = message.model_copy(update=_assistant_fields(out, _calls_in(out, envelope)))
+    envelope.update(exact_fields(message, again))
+    return out
+
+
+def _ai_message(message: AssistantMessage, envelope: dict[str, Any]) -> lc.AIMessage:
+    calls = _tool_calls(message, envelope)
+    fields: dict[str, Any] = {}
+    if message.usage is not None:
+        fields["usage_metadata"] = _usage_out(message.usage)
+    extras = [*message.reasoning, *message.provider_items]
+    if not extras:
+        content = _content(message.text, message.media)
+        return lc.AIMessage(content, id=message.id, **calls, **fields)
+    # LangChain's standard (v1) blocks, in the provider's order; the provider and model are
+    # the message's, as LangChain's integrations read them to send reasoning back.
+    metadata: dict[str, Any] = {"output_version": "v1"}
+    providers = {p.provider for p in extras}
+    models = {p.model for p in message.reasoning}
+    if len(providers) == 1 and (provider := providers.pop()) is not None:
+        metadata["model_provider"] = provider
+    if len(models) == 1 and (model := models.pop()) is not None:
+        metadata["model_name"] = model
+    interleaved = any(p.index is not None for p in extras)
+    blocks = [
+        block
+        for part in assistant_parts(message)
+        if (block := _block_out(part, metadata, interleaved)) is not None
+    ]
+    blocks.extend(_media_block(m) for m in message.media)
+    return lc.AIMessage(blocks, id=message.id, response_metadata=metadata, **calls, **fields)
+
+
+def _block_out(
+    part: AssistantPart, metadata: dict[str, Any], interleaved: bool
+) -> dict[str, Any] | None:
+    if isinstance(part, str):
+        return {"type": "text", "text": part}
+    if isinstance(part, ToolCall):
+        # Tool calls stand among the blocks only where their place matters.
+        if not interleaved:
+            return None
+        try:
+            args = json.loads(part.arguments) if part.arguments else {}
+        except ValueError:
+            args = None
+        if isinstance(args, dict):
+            return {"type": "tool_call", "id": part.id, "name": part.name, "args": args}
+        return {
+            "type": "invalid_tool_call",
+            "id": part.id,
+            "name": part.name,
+            "args": part.arguments,
+        }
+    if isinstance(part, ProviderItem):
+        return {"type": "non_standard", "value": dict(part.data)}
+    if part.redacted:
+        # As LangChain's Anthropic integration holds redacted thinking.
+        return {
+            "type": "non_standard",
+            "value": {"type": "redacted_thinking", "data": part.signature},
+        }
+    block: dict[str, Any] = {"type": "reasoning", "reasoning": part.text}
+    if part.id is not None:
+        block["id"] = part.id
+    extras: dict[str, Any] = dict(part.details)
+    if part.signature is not None:
+        extras[_signature_key(metadata.get("model_provider"))] = part.signature
+    if extras:
+        block["extras"] = extras
+    return block
+
+
+def _signature_key(provider: object) -> str:
+    # LangChain's OpenAI integration sends back encrypted_content; the others, signature.
+    return "encrypted_content" if provider == "openai" else "signature"
+
+
+def _usage_out(usage: TokenUsage) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+    cache = {"cache_read": usage.cache_read_tokens, "cache_creation": usage.cache_write_tokens}
+    if cache := {k: v for k, v in cache.items() if v}:
+        out["input_token_details"] = cache
+    if usage.reasoning_tokens:
+        out["output_token_details"] = {"reasoning": usage.reasoning_tokens}
+    return out
+
+
 def _plain_piece(message: Message) -> lc.BaseMessage | None:
     """The LangChain form of a text-only message without metadata, envelope included.
 
@@ -122,7 +229,13 @@ def _plain_piece(message: Message) -> lc.BaseMessage | None:
     plain: type[lc.BaseMessage]
     if isinstance(message, UserMessage) and not message.media:
         plain = lc.HumanMessage
-    elif isinstance(message, AssistantMessage) and not (message.media or message.tool_calls):
+    elif isinstance(message, AssistantMessage) and not (
+        message.media
+        or message.tool_calls
+        or message.reasoning
+        or message.provider_items
+        or message.usage is not None
+    ):
         plain = lc.AIMessage
     elif isinstance(message, SystemMessage):
         plain = lc.SystemMessage
@@ -147,14 +260,9 @@ def _from_stash(message: Message) -> lc.BaseMessage | None:
         (again,) = _pieces(original, names, lossy=True)
     except Exception:  # a stash that no longer parses is left in the metadata as it is
         return None
-    if _same_content(again[0], message):
+    if same_content(again[0], message):
         return original
     return None
-
-
-def _same_content(a: Message, b: Message) -> bool:
-    fields = {"id", "created_at", "metadata"}
-    return a.model_dump(exclude=fields) == b.model_dump(exclude=fields)
 
 
 def to_langchain(messages: Sequence[Message], *, lossy: bool = False) -> list[lc.BaseMessage]:
@@ -250,6 +358,147 @@ def _calls_in(message: lc.AIMessage, envelope: dict[str, Any]) -> list[ToolCall]
     return calls
 
 
+def _assistant_fields(message: lc.AIMessage, calls: list[ToolCall]) -> dict[str, Any]:
+    """The reasoning, provider items and usage an AIMessage's blocks and fields say."""
+    metadata = message.response_metadata
+    provider = metadata.get("model_provider")
+    provider = provider if isinstance(provider, str) else None
+    model = metadata.get("model_name")
+    model = model if isinstance(model, str) else None
+    pieces: list[AssistantPart] = []
+    kwargs = message.additional_kwargs
+    # Older forms, kept outside the content: OpenAI's reasoning item, and the reasoning text
+    # of the integrations for DeepSeek, Groq, xAI and other OpenAI-compatible servers.
+    if isinstance(kwargs.get("reasoning"), dict):
+        pieces.append(_openai_reasoning_in(kwargs["reasoning"], provider or "openai", model))
+    if isinstance(kwargs.get("reasoning_content"), str):
+        pieces.append(
+            ReasoningPart(text=kwargs["reasoning_content"], provider=provider, model=model)
+        )
+    by_id = {c.id: c for c in calls}
+    placed_calls: set[str] = set()
+    content = message.content if isinstance(message.content, list) else [message.content]
+    for block in content:
+        if isinstance(block, str):
+            pieces.append(block)
+        elif isinstance(block, dict):
+            piece = _block_in(block, provider, model, by_id)
+            if isinstance(piece, ToolCall):
+                if piece.id in placed_calls:
+                    continue
+                placed_calls.add(piece.id)
+            if piece is not None:
+                pieces.append(piece)
+    pieces.extend(c for c in calls if c.id not in placed_calls)
+    reasoning, items = placed(pieces)
+    usage = message.usage_metadata
+    return {
+        "reasoning": reasoning,
+        "provider_items": items,
+        "usage": _usage_in(dict(usage)) if usage is not None else None,
+    }
+
+
+def _block_in(
+    block: dict[str, Any], provider: str | None, model: str | None, calls: dict[str, ToolCall]
+) -> AssistantPart | None:
+    """The part of one content block of an AIMessage, or None for a media block or another."""
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("tool_call", "invalid_tool_call", "tool_use", "function_call"):
+        return calls.get(str(block.get("call_id", block.get("id"))))
+    if kind == "reasoning":
+        if "summary" in block:  # OpenAI's Responses API item, as LangChain's integration keeps it
+            return _openai_reasoning_in(block, provider or "openai", model)
+        extras = dict(block.get("extras") or {})
+        signature = extras.pop(_signature_key(provider), None)
+        return _reasoning(
+            text=block.get("reasoning", ""),
+            signature=signature,
+            id=block.get("id"),
+            provider=provider,
+            model=model,
+            details=extras,
+        )
+    if kind == "thinking":  # Anthropic's block, as LangChain's integration keeps it
+        extras = {k: v for k, v in block.items() if k not in ("type", "thinking", "signature")}
+        return _reasoning(
+            text=block.get("thinking", ""),
+            signature=block.get("signature"),
+            provider=provider or "anthropic",
+            model=model,
+            details=extras,
+        )
+    value = block.get("value") if kind == "non_standard" else block
+    if isinstance(value, dict) and value.get("type") == "redacted_thinking":
+        return _reasoning(
+            signature=value.get("data"),
+            redacted=True,
+            provider=provider or "anthropic",
+            model=model,
+        )
+    if kind == "non_standard" and isinstance(value, dict) and provider is not None:
+        try:
+            return ProviderItem(provider=provider, type=str(value.get("type", "")), data=value)
+        except ValueError:
+            return None
+    return None
+
+
+def _reasoning(**fields: Any) -> ReasoningPart | None:
+    try:
+        return ReasoningPart(**fields)
+    except ValueError:  # a field that is not what chatmem holds: the stash keeps the original
+        return None
+
+
+def _openai_reasoning_in(item: dict[str, Any], provider: str, model: str | None) -> ReasoningPart:
+    summary = item.get("summary") or []
+    texts = [str(s.get("text", "")) for s in summary if isinstance(s, dict)]
+    known = ("type", "id", "encrypted_content", "index")
+    details = {k: v for k, v in item.items() if k not in known}
+    if len(summary) < 2:
+        details.pop("summary", None)  # one summary part is the text
+    part = _reasoning(
+        text="\n\n".join(texts),
+        signature=item.get("encrypted_content"),
+        id=item.get("id"),
+        provider=provider,
+        model=model,
+        details=details,
+    )
+    return part if part is not None else ReasoningPart(provider=provider, model=model)
+
+
+def _usage_in(usage: dict[str, Any]) -> TokenUsage | None:
+    inputs = usage.get("input_token_details") or {}
+    outputs = usage.get("output_token_details") or {}
+    try:
+        return TokenUsage(
+            input_tokens=usage.get("input_tokens", 0),
+            output_tokens=usage.get("output_tokens", 0),
+            reasoning_tokens=outputs.get("reasoning", 0),
+            cache_read_tokens=inputs.get("cache_read", 0),
+            cache_write_tokens=inputs.get("cache_creation", 0),
+        )
+    except ValueError:
+        return None
+
+
+def _still_holds(fields: dict[str, Any], message: lc.AIMessage) -> bool:
+    """Whether the exact fields the envelope kept still give the message's blocks.
+
+    A message changed in LangChain after chatmem wrote it is read from its blocks.
+    """
+    try:
+        exact = AssistantMessage.model_validate(fields)
+    except ValueError:
+        return False
+    again = _ai_message(exact, {})
+    return again.content == message.content and again.usage_metadata == message.usage_metadata
+
+
 def _fields(
     message: lc.BaseMessage, envelope: dict[str, Any], names: dict[str, str]
 ) -> tuple[type[Message], dict[str, Any]]:
@@ -263,7 +512,12 @@ def _fields(
     if isinstance(message, lc.AIMessage):
         calls = _calls_in(message, envelope)
         names.update((c.id, c.name) for c in calls)
-        return AssistantMessage, {**fields, "text": text, "media": media, "tool_calls": calls}
+        fields = {**fields, "text": text, "media": media, "tool_calls": calls}
+        extras = _assistant_fields(message, calls)
+        exact = {name: envelope[name] for name in _EXACT_FIELDS if name in envelope}
+        if exact and _still_holds({**fields, **extras, **exact}, message):
+            extras.update(exact)
+        return AssistantMessage, {**fields, **extras}
     if role == "assistant":
         return AssistantMessage, {**fields, "text": text, "media": media}
     if isinstance(message, lc.ToolMessage):

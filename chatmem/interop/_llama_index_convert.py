@@ -8,15 +8,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from chatmem.interop._common import (
+    ENVELOPE_KEY,
+    AssistantPart,
     ConversionError,
     arguments_to_object,
+    assistant_parts,
     object_to_arguments,
+    placed,
     require,
+    same_content,
 )
 from chatmem.messages import (
     AssistantMessage,
     Media,
     Message,
+    ReasoningPart,
     SystemMessage,
     ToolCall,
     ToolResponse,
@@ -36,6 +42,11 @@ STASH_KEY = "llama_index"
 _DEFAULT_TITLE = "input_document"
 _AUDIO = {"audio/mpeg": "mp3", "audio/wav": "wav"}
 _AUDIO_MIME = {fmt: mime for mime, fmt in _AUDIO.items()}
+
+# The key of a ThinkingBlock's additional information that LlamaIndex's integrations send
+# back to the provider (Anthropic's signature); chatmem's other fields of a reasoning part go
+# under ENVELOPE_KEY beside it, and its details stand as the other keys.
+_SIGNATURE = "signature"
 
 
 def _fail(lossy: bool, reason: str) -> None:
@@ -97,6 +108,37 @@ def _tool_call_block(call: ToolCall) -> li.ToolCallBlock:
     return li.ToolCallBlock(tool_call_id=call.id, tool_name=call.name, tool_kwargs=kwargs)
 
 
+def _assistant_blocks(message: AssistantMessage) -> list[li.ContentBlock]:
+    """The text, thinking and tool call blocks of an assistant message, in provider order."""
+    indexed = any(p.index is not None for p in message.reasoning)
+    blocks: list[li.ContentBlock] = []
+    for part in assistant_parts(message):
+        if isinstance(part, str):
+            blocks.append(li.TextBlock(text=part))
+        elif isinstance(part, ToolCall):
+            blocks.append(_tool_call_block(part))
+        elif isinstance(part, ReasoningPart):
+            blocks.append(_thinking_block(part, indexed))
+    return blocks
+
+
+def _thinking_block(part: ReasoningPart, indexed: bool) -> li.ThinkingBlock:
+    own: dict[str, Any] = part.model_dump(
+        mode="json", include={"id", "provider", "model", "redacted"}, exclude_defaults=True
+    )
+    if indexed:
+        own["index"] = part.index  # None too: the place alone would give one
+    information: dict[str, Any] = dict(part.details)
+    if _SIGNATURE in information or ENVELOPE_KEY in information:
+        own["details"] = information
+        information = {}
+    if part.signature is not None:
+        information[_SIGNATURE] = part.signature
+    if own:
+        information[ENVELOPE_KEY] = own
+    return li.ThinkingBlock(content=part.text, additional_information=information)
+
+
 def _core(message: Message, names: dict[str, str], lossy: bool) -> list[li.ChatMessage]:
     """The LlamaIndex form of a message's content."""
     if isinstance(message, SystemMessage):
@@ -107,10 +149,18 @@ def _core(message: Message, names: dict[str, str], lossy: bool) -> list[li.ChatM
         blocks = _blocks(message.text, message.media, lossy)
         return [li.ChatMessage(role=li.MessageRole.USER, blocks=blocks)]
     if isinstance(message, AssistantMessage):
-        blocks = (
-            _blocks(message.text, message.media, lossy) if message.text or message.media else []
-        )
-        blocks.extend(_tool_call_block(c) for c in message.tool_calls)
+        if message.provider_items:
+            _fail(lossy, f"provider items (message {message.id})")
+        if message.usage is not None:
+            _fail(lossy, f"token usage (message {message.id})")
+        if message.reasoning:
+            blocks = _assistant_blocks(message)
+            blocks.extend(_media_block(m, lossy) for m in message.media)
+        else:
+            blocks = (
+                _blocks(message.text, message.media, lossy) if message.text or message.media else []
+            )
+            blocks.extend(_tool_call_block(c) for c in message.tool_calls)
         names.update((c.id, c.name) for c in message.tool_calls)
         if not blocks:
             blocks = [li.TextBlock(text="")]
@@ -142,8 +192,7 @@ def _from_stash(message: Message) -> li.ChatMessage | None:
         (again,) = [m for m, _ in _pieces(original, names, lossy=True)]
     except Exception:  # a stash that no longer parses stays in the metadata as it is
         return None
-    fields = {"id", "created_at", "metadata"}
-    if again.model_dump(exclude=fields) == message.model_dump(exclude=fields):
+    if same_content(again, message):
         return original
     return None
 
@@ -228,13 +277,60 @@ def _fields(message: li.ChatMessage, names: dict[str, str]) -> tuple[type[Messag
                     ToolCall(id=block.tool_call_id or "", name=block.tool_name, arguments=arguments)
                 )
         names.update((c.id, c.name) for c in calls)
-        return AssistantMessage, {"text": text, "media": media, "tool_calls": calls}
+        reasoning = _reasoning_in(message.blocks, calls)
+        return AssistantMessage, {
+            "text": text,
+            "media": media,
+            "tool_calls": calls,
+            "reasoning": reasoning,
+        }
     if role in (li.MessageRole.TOOL, li.MessageRole.FUNCTION):
         call_id = str(message.additional_kwargs.get("tool_call_id", ""))
         name = str(message.additional_kwargs.get("name") or names.get(call_id, ""))
         response = ToolResponse(id=call_id, name=name, response_data=text)
         return ToolResponseMessage, {"responses": [response]}
     raise ConversionError(f"chatmem has no message type for LlamaIndex role {role!r}")
+
+
+def _reasoning_in(blocks: list[li.ContentBlock], calls: list[ToolCall]) -> list[ReasoningPart]:
+    pieces: list[AssistantPart] = []
+    own_index: dict[int, object] = {}
+    remaining = iter(calls)
+    for block in blocks:
+        if isinstance(block, li.TextBlock):
+            pieces.append(block.text)
+        elif isinstance(block, li.ToolCallBlock):
+            pieces.append(next(remaining))
+        elif isinstance(block, li.ThinkingBlock):
+            part, index = _thinking_in(block)
+            if index is not _NO_INDEX:
+                own_index[len(pieces)] = index
+            pieces.append(part)
+    reasoning, _ = placed(pieces)
+    # An index chatmem wrote is taken as written (the place alone gives it only when the
+    # order is interleaved).
+    at = [i for i, p in enumerate(pieces) if isinstance(p, ReasoningPart)]
+    return [
+        p.model_copy(update={"index": own_index[i]}) if i in own_index else p
+        for p, i in zip(reasoning, at, strict=True)
+    ]
+
+
+_NO_INDEX = object()
+
+
+def _thinking_in(block: li.ThinkingBlock) -> tuple[ReasoningPart, object]:
+    information = dict(block.additional_information)
+    signature = information.pop(_SIGNATURE, None)
+    own = information.pop(ENVELOPE_KEY, None)
+    own = dict(own) if isinstance(own, dict) else {}
+    index = own.pop("index", _NO_INDEX)
+    details = own.pop("details", information)
+    fields = {**own, "text": block.content or "", "signature": signature}
+    try:
+        return ReasoningPart(**fields, details=details), index
+    except ValueError:  # not what chatmem writes: what LlamaIndex holds, the stash keeps
+        return ReasoningPart(text=block.content or ""), _NO_INDEX
 
 
 _PLAIN_ROLES = frozenset({li.MessageRole.USER, li.MessageRole.SYSTEM, li.MessageRole.ASSISTANT})

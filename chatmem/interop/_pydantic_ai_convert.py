@@ -7,19 +7,26 @@ from typing import Any
 
 from chatmem.interop._common import (
     ENVELOPE_KEY,
+    AssistantPart,
     ConversionError,
+    assistant_parts,
     envelope_of,
+    exact_fields,
     field_defaults,
     holds_defaults,
     object_to_arguments,
+    placed,
     require,
+    same_content,
     with_envelope,
 )
 from chatmem.messages import (
     AssistantMessage,
     Media,
     Message,
+    ReasoningPart,
     SystemMessage,
+    TokenUsage,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -34,6 +41,14 @@ __all__ = ["STASH_KEY", "from_pydantic_ai", "to_pydantic_ai"]
 
 STASH_KEY = "pydantic_ai"
 """Metadata key holding a pydantic-ai message's JSON when chatmem's fields cannot hold it."""
+
+# The ThinkingPart ids pydantic-ai gives Claude's redacted thinking (its signature holds the
+# data); chatmem writes the first.
+_REDACTED_IDS = ("redacted_thinking", "redacted_content")
+
+# The fields of an assistant message that the envelope of a ModelResponse keeps exactly when
+# pydantic-ai's parts cannot say them all (a provider item, an index out of the usual order...).
+_EXACT_FIELDS = ("reasoning", "provider_items", "usage")
 
 # -- chatmem to pydantic-ai --------------------------------------------------------------------
 
@@ -70,18 +85,57 @@ def _core(message: Message, *, lossy: bool) -> pa.ModelMessage:
             raise ConversionError(
                 "pydantic-ai model responses cannot hold media from chatmem; pass lossy=True"
             )
-        parts: list[pa.ModelResponsePart] = []
-        if message.text or not message.tool_calls:
+        parts = [p for part in assistant_parts(message) if (p := _part_out(part)) is not None]
+        if not parts:
             parts.append(pa.TextPart(message.text))
-        parts.extend(
-            pa.ToolCallPart(c.name, c.arguments, tool_call_id=c.id) for c in message.tool_calls
+        models = {p.model for p in message.reasoning}
+        return pa.ModelResponse(
+            parts,
+            timestamp=at,
+            usage=_usage_out(message.usage),
+            model_name=models.pop() if len(models) == 1 else None,
         )
-        return pa.ModelResponse(parts, timestamp=at)
     returns = [
         pa.ToolReturnPart(r.name, r.response_data, tool_call_id=r.id, timestamp=at)
         for r in message.responses
     ]
     return pa.ModelRequest(returns, timestamp=at)
+
+
+def _part_out(part: AssistantPart) -> pa.ModelResponsePart | None:
+    """The pydantic-ai part of one part of an assistant message; None for a provider item."""
+    if isinstance(part, str):
+        return pa.TextPart(part)
+    if isinstance(part, ToolCall):
+        return pa.ToolCallPart(part.name, part.arguments, tool_call_id=part.id)
+    if isinstance(part, ReasoningPart):
+        return pa.ThinkingPart(
+            part.text,
+            id=_REDACTED_IDS[0] if part.redacted else part.id,
+            signature=part.signature,
+            provider_name=part.provider,
+            provider_details=dict(part.details) or None,
+        )
+    return None  # pydantic-ai has no part for it: the envelope keeps it
+
+
+def _usage_out(usage: TokenUsage | None) -> pa.RequestUsage:
+    if usage is None:
+        return pa.RequestUsage()
+    return pa.RequestUsage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        output_reasoning_tokens=usage.reasoning_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
+
+
+def _exact_extras(message: Message, converted: pa.ModelMessage) -> dict[str, Any]:
+    """What of an assistant message's reasoning, items and usage its parts cannot say."""
+    if not isinstance(message, AssistantMessage) or not isinstance(converted, pa.ModelResponse):
+        return {}
+    return exact_fields(message, _response_in(converted, {}))
 
 
 def _from_stash(message: Message) -> pa.ModelMessage | None:
@@ -93,14 +147,9 @@ def _from_stash(message: Message) -> pa.ModelMessage | None:
         again = _pieces(original, {}, lossy=True)
     except Exception:  # a stash that no longer parses stays in the metadata as it is
         return None
-    if len(again) == 1 and _same_content(again[0], message):
+    if len(again) == 1 and same_content(again[0], message):
         return original
     return None
-
-
-def _same_content(a: Message, b: Message) -> bool:
-    fields = {"id", "created_at", "metadata"}
-    return a.model_dump(exclude=fields) == b.model_dump(exclude=fields)
 
 
 def to_pydantic_ai(messages: Sequence[Message], *, lossy: bool = False) -> list[pa.ModelMessage]:
@@ -125,6 +174,7 @@ def to_pydantic_ai(messages: Sequence[Message], *, lossy: bool = False) -> list[
         names = [m.name for m in getattr(message, "media", [])]
         if any(name is not None for name in names):
             envelope["media_names"] = names
+        envelope.update(_exact_extras(message, converted))
         converted.metadata = {**(converted.metadata or {}), ENVELOPE_KEY: envelope}
         out.append(converted)
     return out
@@ -190,15 +240,83 @@ def _request_in(
     return out
 
 
+def _thinking_in(part: pa.ThinkingPart, model: str | None) -> ReasoningPart:
+    redacted = part.id in _REDACTED_IDS
+    fields: dict[str, Any] = {
+        "text": part.content,
+        "signature": part.signature,
+        "redacted": redacted,
+        "id": None if redacted else part.id,
+        "provider": part.provider_name,
+        "model": model,
+    }
+    try:
+        return ReasoningPart(**fields, details=part.provider_details or {})
+    except ValueError:  # details that are not JSON: the stash keeps the original
+        return ReasoningPart(**fields)
+
+
+def _usage_in(usage: pa.RequestUsage) -> TokenUsage | None:
+    if usage == pa.RequestUsage():
+        return None
+    return TokenUsage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.output_reasoning_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
+
+
 def _response_in(message: pa.ModelResponse, names: dict[str, str]) -> AssistantMessage:
-    texts = [p.content for p in message.parts if isinstance(p, pa.TextPart)]
+    pieces: list[AssistantPart] = []
     calls = []
+    texts = []
     for part in message.parts:
-        if isinstance(part, pa.ToolCallPart):
+        if isinstance(part, pa.TextPart):
+            texts.append(part.content)
+            pieces.append(part.content)
+        elif isinstance(part, pa.ToolCallPart):
             arguments = part.args if isinstance(part.args, str) else object_to_arguments(part.args)
-            calls.append(ToolCall(id=part.tool_call_id, name=part.tool_name, arguments=arguments))
+            call = ToolCall(id=part.tool_call_id, name=part.tool_name, arguments=arguments)
+            calls.append(call)
+            pieces.append(call)
             names[part.tool_call_id] = part.tool_name
-    return AssistantMessage("".join(texts), tool_calls=calls, created_at=message.timestamp)
+        elif isinstance(part, pa.ThinkingPart):
+            pieces.append(_thinking_in(part, message.model_name))
+        # Other parts (built-in tools, files, compaction) travel in the stash.
+    reasoning, _ = placed(pieces)
+    return AssistantMessage(
+        "".join(texts),
+        tool_calls=calls,
+        reasoning=reasoning,
+        usage=_usage_in(message.usage),
+        created_at=message.timestamp,
+    )
+
+
+def _with_exact_extras(
+    piece: AssistantMessage, message: pa.ModelResponse, envelope: dict[str, Any]
+) -> AssistantMessage:
+    """``piece`` with the envelope's exact reasoning, items and usage, if they still hold.
+
+    They are taken only if the message's parts are still what they give: a message changed
+    in pydantic-ai after chatmem wrote it is read from its parts.
+    """
+    kept = {name: envelope[name] for name in _EXACT_FIELDS if name in envelope}
+    if not kept:
+        return piece
+    try:
+        exact = AssistantMessage.model_validate({**piece.model_dump(), **kept})
+    except ValueError:
+        return piece
+    regenerated = _core(exact, lossy=True)
+    assert isinstance(regenerated, pa.ModelResponse)
+    if regenerated.parts != message.parts or _usage_in(regenerated.usage) != _usage_in(
+        message.usage
+    ):
+        return piece
+    return exact
 
 
 def _dump(message: pa.ModelMessage) -> Any:
@@ -211,7 +329,7 @@ def _dump(message: pa.ModelMessage) -> Any:
 
 # What the core mapping leaves at its default in the messages it builds, by class.
 _CORE_DEFAULTS = {
-    kind: field_defaults(kind, skip=("parts", "timestamp", "metadata"))
+    kind: field_defaults(kind, skip=("parts", "timestamp", "metadata", "usage", "model_name"))
     for kind in (pa.ModelRequest, pa.ModelResponse)
 }
 
@@ -233,7 +351,8 @@ def _pieces(message: pa.ModelMessage, names: dict[str, str], *, lossy: bool) -> 
     if isinstance(message, pa.ModelRequest):
         converted = _request_in(message, names, envelope)
     else:
-        converted = [(_response_in(message, names), list(range(len(message.parts))))]
+        response = _with_exact_extras(_response_in(message, names), message, envelope)
+        converted = [(response, list(range(len(message.parts))))]
     if len(converted) == 1 and "id" in envelope:
         piece, indices = converted[0]
         fields = with_envelope(piece.model_dump(exclude={"id", "created_at"}), envelope)
