@@ -11,10 +11,16 @@ creation time, the metadata, and what LangChain would reshape (argument formatti
 grouping of tool results) travel in ``additional_kwargs["chatmem"]``, which chat model
 integrations do not send to the provider. So every chatmem message round-trips exactly.
 
-LangChain to chatmem: what chatmem's fields cannot hold (``response_metadata``, usage,
-``artifact``, a tool ``status``, reasoning or provider-specific content blocks, a ``name``)
-is kept as the original message's JSON under ``metadata["langchain"]``, and given back as it
-was while the message's content is unchanged. A message LangChain gave no id gets chatmem's.
+Reasoning parts are LangChain's standard ``reasoning`` content blocks (signature in
+``extras``, provider and model in ``response_metadata``, redacted thinking a ``non_standard``
+block, provider items ``non_standard`` blocks), in their place among text and tool calls;
+token usage is ``usage_metadata``. LangChain to chatmem also reads the older forms
+integrations write (``thinking`` and ``redacted_thinking`` blocks, Responses ``reasoning``
+items, ``reasoning_content``). What chatmem's fields cannot hold (other
+``response_metadata``, ``artifact``, a tool ``status``, other provider-specific content
+blocks, a ``name``) is kept as the original message's JSON under ``metadata["langchain"]``,
+and given back as it was while the message's content is unchanged. A message LangChain gave
+no id gets chatmem's.
 
 What cannot be held (a :class:`~chatmem.interop.ConversionError` unless ``lossy=True``):
 LangChain fields that are not JSON (bytes in ``additional_kwargs``, an ``artifact`` object),

@@ -15,11 +15,13 @@ back makes new ones) and metadata, because LLM integrations send ``additional_kw
 provider; a tool result's name when it differs from its call's, or a result whose call is
 not in the same list; two tool response messages in a row; names of images, audio and video;
 a document named ``input_document`` (LlamaIndex's default title); audio types whose format
-name does not give the MIME type back.
+name does not give the MIME type back; provider items and token usage. Reasoning parts are
+``ThinkingBlock`` s, the signature in ``additional_information["signature"]``, in their place
+among text and tool calls.
 
 LlamaIndex to chatmem: a run of ``tool`` messages becomes one tool response message. What
-chatmem's fields cannot hold (other ``additional_kwargs``, thinking and citation blocks,
-several text blocks) is kept as the message's JSON under ``metadata["llama_index"]`` and given
+chatmem's fields cannot hold (other ``additional_kwargs``, citation blocks, several text
+blocks) is kept as the message's JSON under ``metadata["llama_index"]`` and given
 back while the content is unchanged.
 
 Example:

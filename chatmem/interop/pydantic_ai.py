@@ -13,9 +13,13 @@ chatmem message round-trips exactly, except media on an assistant message (an er
 
 pydantic-ai to chatmem: a request's parts become one message per kind, in order (a run of
 tool returns is one tool response message; retry feedback becomes the text pydantic-ai sends
-the model: a tool result when it answers a call, otherwise a user message). What
-chatmem's fields cannot hold (usage, model and provider names, run ids, thinking parts,
-structured tool return values, retry details) is kept as the message's JSON under
+the model: a tool result when it answers a call, otherwise a user message). A
+``ThinkingPart`` is a :class:`~chatmem.messages.ReasoningPart` (content, id, signature,
+provider, the response's model name, its place among text and tool calls; pydantic-ai's
+redacted thinking is a redacted part) and a response's usage is its
+:class:`~chatmem.messages.TokenUsage`, both ways. What chatmem's fields cannot hold (the
+response's provider name, run ids, built-in tool and compaction parts, structured tool
+return values, retry details) is kept as the message's JSON under
 ``metadata["pydantic_ai"]`` and given back while the content is unchanged. A request holding
 several kinds of parts comes back as consecutive requests, which pydantic-ai merges before
 calling a model.
