@@ -136,8 +136,8 @@ def _ai_message(message: AssistantMessage, envelope: dict[str, Any]) -> lc.AIMes
     calls = _tool_calls(message, envelope)
     fields: dict[str, Any] = {}
     if message.usage is not None:
-        fields["usage_metadata"] = _usage_out(message.usage)
-    extras = [*message.reasoning, *message.provider_items]
+        fields["usage_metadata"] = usage_out(message.usage)
+    extras: list[ReasoningPart | ProviderItem] = [*message.reasoning, *message.provider_items]
     if not extras:
         content = _content(message.text, message.media)
         return lc.AIMessage(content, id=message.id, **calls, **fields)
@@ -151,7 +151,7 @@ def _ai_message(message: AssistantMessage, envelope: dict[str, Any]) -> lc.AIMes
     if len(models) == 1 and (model := models.pop()) is not None:
         metadata["model_name"] = model
     interleaved = any(p.index is not None for p in extras)
-    blocks = [
+    blocks: list[str | dict[Any, Any]] = [
         block
         for part in assistant_parts(message)
         if (block := _block_out(part, metadata, interleaved)) is not None
@@ -205,7 +205,12 @@ def _signature_key(provider: object) -> str:
     return "encrypted_content" if provider == "openai" else "signature"
 
 
-def _usage_out(usage: TokenUsage) -> dict[str, Any]:
+def usage_out(usage: TokenUsage) -> dict[str, Any]:
+    """LangChain's ``usage_metadata`` for token usage.
+
+    Args:
+        usage: The token usage.
+    """
     out: dict[str, Any] = {
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
@@ -395,7 +400,7 @@ def _assistant_fields(message: lc.AIMessage, calls: list[ToolCall]) -> dict[str,
     return {
         "reasoning": reasoning,
         "provider_items": items,
-        "usage": _usage_in(dict(usage)) if usage is not None else None,
+        "usage": usage_in(dict(usage)) if usage is not None else None,
     }
 
 
@@ -471,7 +476,12 @@ def _openai_reasoning_in(item: dict[str, Any], provider: str, model: str | None)
     return part if part is not None else ReasoningPart(provider=provider, model=model)
 
 
-def _usage_in(usage: dict[str, Any]) -> TokenUsage | None:
+def usage_in(usage: dict[str, Any]) -> TokenUsage | None:
+    """Token usage for LangChain's ``usage_metadata``; None if the counts are not counts.
+
+    Args:
+        usage: The ``usage_metadata`` dict.
+    """
     inputs = usage.get("input_token_details") or {}
     outputs = usage.get("output_token_details") or {}
     try:

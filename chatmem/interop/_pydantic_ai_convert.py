@@ -36,6 +36,7 @@ from chatmem.messages import (
 require("pydantic_ai", "pydantic-ai")
 
 from pydantic_ai import messages as pa  # noqa: E402
+from pydantic_ai.usage import RequestUsage  # noqa: E402
 
 __all__ = ["STASH_KEY", "from_pydantic_ai", "to_pydantic_ai"]
 
@@ -119,10 +120,10 @@ def _part_out(part: AssistantPart) -> pa.ModelResponsePart | None:
     return None  # pydantic-ai has no part for it: the envelope keeps it
 
 
-def _usage_out(usage: TokenUsage | None) -> pa.RequestUsage:
+def _usage_out(usage: TokenUsage | None) -> RequestUsage:
     if usage is None:
-        return pa.RequestUsage()
-    return pa.RequestUsage(
+        return RequestUsage()
+    return RequestUsage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         output_reasoning_tokens=usage.reasoning_tokens,
@@ -256,8 +257,8 @@ def _thinking_in(part: pa.ThinkingPart, model: str | None) -> ReasoningPart:
         return ReasoningPart(**fields)
 
 
-def _usage_in(usage: pa.RequestUsage) -> TokenUsage | None:
-    if usage == pa.RequestUsage():
+def _usage_in(usage: RequestUsage) -> TokenUsage | None:
+    if usage == RequestUsage():
         return None
     return TokenUsage(
         input_tokens=usage.input_tokens,

@@ -51,7 +51,7 @@ from langchain_core import messages as lc  # noqa: E402
 from langchain_core.messages import messages_from_dict  # noqa: E402
 
 from chatmem.interop._common import ENVELOPE_KEY, object_to_arguments  # noqa: E402
-from chatmem.interop._langchain_convert import STASH_KEY  # noqa: E402
+from chatmem.interop._langchain_convert import STASH_KEY, usage_in, usage_out  # noqa: E402
 from chatmem.interop.langchain import from_langchain  # noqa: E402
 from chatmem.messages import (  # noqa: E402
     AssistantMessage,
@@ -166,7 +166,7 @@ def _direct_calls(
         return None  # LangChain parses OpenAI-style calls out of additional_kwargs
     if usage is not None and not _usage_is_plain(usage):
         return None
-    plain = usage is None
+    plain = True  # usage is compared where it is converted
     tool_calls = []
     for call in calls:
         if type(call) is not dict or call.keys() != _CALL_KEYS or call["type"] != "tool_call":
@@ -214,6 +214,9 @@ def _direct(
         fields["text"] = content
         fields["tool_calls"] = found[0]
         plain = plain and found[1] and name is None
+        if data["usage_metadata"] is not None:
+            usage = fields["usage"] = usage_in(data["usage_metadata"])
+            plain = plain and usage is not None and usage_out(usage) == data["usage_metadata"]
     else:
         call_id, status = data["tool_call_id"], data["status"]
         if type(call_id) is not str or status not in ("success", "error"):
