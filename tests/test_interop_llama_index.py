@@ -9,6 +9,7 @@ from llama_index.core.base.llms import types as li
 from chatmem import (
     AssistantMessage,
     Media,
+    ReasoningPart,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -86,7 +87,8 @@ def test_llama_index_to_chatmem_keeps_every_field() -> None:
     stored = from_llama_index(native)
     assert [m.text for m in stored] == ["hi", "Hello", "plain"]  # type: ignore[union-attr]
     assert STASH_KEY in stored[0].metadata
-    assert STASH_KEY in stored[1].metadata
+    assert stored[1].reasoning == [ReasoningPart(text="hmm")]  # type: ignore[union-attr]
+    assert stored[1].metadata == {}  # the thinking block is a reasoning part: nothing stashed
     assert stored[2].metadata == {}
     assert to_llama_index(stored) == native
 
