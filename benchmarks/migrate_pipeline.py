@@ -44,9 +44,9 @@ from _measure import add_destination_arguments, destinations, load_average, time
 from migrate_sources import fill
 
 from chatmem import ChatMemoryLog
-from chatmem.interop import langchain_import
-from chatmem.interop.sources import ImportedConversation, import_conversations, read_source
 from chatmem_cli._transfer_commands import MIGRATE_CONCURRENCY
+from chatmem_cli.importers import langchain as langchain_importer
+from chatmem_cli.importers.sources import ImportedConversation, import_conversations, read_source
 from chatmem_repositories import create_repository
 
 
@@ -61,7 +61,7 @@ def before_read(url: str) -> Iterator[ImportedConversation]:
         with engine.connect() as connection:
             for session, group in groupby(connection.execute(query), key=lambda row: str(row[0])):
                 items = [(row_id, json.loads(message), None) for _, row_id, message in group]
-                yield langchain_import._convert("langchain-sql:message_store", session, items)
+                yield langchain_importer._convert("langchain-sql:message_store", session, items)
     finally:
         engine.dispose()
 

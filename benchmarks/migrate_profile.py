@@ -44,15 +44,15 @@ from migrate_pipeline import before_import, before_read
 from migrate_sources import fill
 
 from chatmem import ChatMemoryLog
-from chatmem.interop.sources import import_conversations, read_source
+from chatmem_cli.importers.sources import import_conversations, read_source
 from chatmem_repositories import create_repository
 
 LAYERS = {
     "source rows": ("sqlalchemy/engine/result.py", "__iter__"),
     "json.loads": ("json/__init__.py", "loads"),
-    "convert (LangChain classes)": ("langchain_import.py", "_convert"),
-    "ids": ("langchain_import.py", "_direct_id"),
-    "convert (direct)": ("langchain_import.py", "convert"),
+    "convert (LangChain classes)": ("importers/langchain.py", "_convert"),
+    "ids": ("importers/langchain.py", "_direct_id"),
+    "convert (direct)": ("importers/langchain.py", "convert"),
     "destination append": ("repository.py", "append"),
     "destination find_history": ("repository.py", "find_history"),
 }

@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import add_destination_arguments, destinations, timed
 from langchain_core import messages as lc
 
-import chatmem.interop.langchain_import  # noqa: F401  (imported before any timing)
+import chatmem_cli.importers.langchain  # noqa: F401  (imported before any timing)
 from chatmem import ChatMemoryLog
-from chatmem.interop.sources import ImportedConversation, import_conversations, read_source
+from chatmem_cli.importers.sources import ImportedConversation, import_conversations, read_source
 from chatmem_repositories import create_repository
 
 with warnings.catch_warnings():

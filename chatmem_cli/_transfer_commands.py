@@ -14,7 +14,6 @@ import typer
 from rich.markup import escape
 
 from chatmem import ChatMemError
-from chatmem.interop.sources import SOURCES, import_conversations, read_source
 from chatmem_cli._common import (
     UrlOption,
     command_errors,
@@ -27,6 +26,7 @@ from chatmem_cli._common import (
 from chatmem_cli._doctor import reach_server
 from chatmem_cli._transfer_engine import count_conversations, export_lines, import_lines, migrate
 from chatmem_cli._typer_app import OwnerOption, progress_bar
+from chatmem_cli.importers.sources import SOURCES, import_conversations, read_source
 from chatmem_repositories import redact_url
 
 __all__ = ["MIGRATE_CONCURRENCY", "export_command", "import_command", "migrate_command"]

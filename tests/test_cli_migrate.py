@@ -224,7 +224,7 @@ def server_destination(request: pytest.FixtureRequest) -> Iterator[tuple[str, li
 def test_from_langchain_sql_table(
     tmp_path: Path, server_destination: tuple[str, list[str]]
 ) -> None:
-    from tests.test_interop_langchain_import import write_sql_histories
+    from tests.test_cli_import_langchain import write_sql_histories
 
     source = f"sqlite:///{tmp_path / 'langchain.db'}"
     destination, cleanup = server_destination
@@ -274,7 +274,7 @@ def test_from_llama_index_postgres_store_resumes(
     import psycopg
     from llama_index.storage.chat_store.postgres import PostgresChatStore
 
-    from chatmem.interop.sources import read_source
+    from chatmem_cli.importers.sources import read_source
 
     source = server_url("postgresql").replace("postgresql+psycopg://", "postgresql://")
     table = f"li_mig_{uuid4().hex[:8]}"
@@ -376,11 +376,13 @@ def test_source_errors_are_one_line_and_write_nothing(
 def test_a_registered_reader_that_is_missing_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from chatmem.interop import sources
+    from chatmem_cli.importers import sources
 
-    kind = sources.SourceKind("future-kind", "chatmem.interop.sources", "not_written_yet", "URL")
+    kind = sources.SourceKind(
+        "future-kind", "chatmem_cli.importers.sources", "not_written_yet", "URL"
+    )
     monkeypatch.setattr(sources, "SOURCES", {**sources.SOURCES, kind.name: kind})
-    with pytest.raises(sources.SourceError, match=r"needs chatmem\.interop\.sources\."):
+    with pytest.raises(sources.SourceError, match=r"needs chatmem_cli\.importers\.sources\."):
         sources.read_source("future-kind", "x")
 
 
@@ -390,7 +392,7 @@ def test_from_spring_ai_jdbc_table(tmp_path: Path) -> None:
     # at the same time: only this test's conversations are checked.
     import sqlalchemy
 
-    from tests.test_interop_spring_ai_import import _write
+    from tests.test_cli_import_spring_ai import _write
 
     url = server_url("postgresql")
     parts = urlsplit(url)

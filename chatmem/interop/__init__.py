@@ -11,12 +11,10 @@ submodule's docstring lists what its format cannot hold.
 - :mod:`chatmem.interop.pydantic_ai`: ``ModelMessage``, history loading and a history
   processor (``chatmem[pydantic-ai]``);
 - :mod:`chatmem.interop.llama_index`: ``ChatMessage`` and chat stores
-  (``chatmem[llama-index]``);
-- :mod:`chatmem.interop.langchain_import`, :mod:`chatmem.interop.llama_index_import` and
-  :mod:`chatmem.interop.spring_ai_import`: conversations those libraries' own stores wrote,
-  read for importing;
-- :mod:`chatmem.interop.sources`: every such source by kind name and URL
-  (``read_source``), and ``import_conversations``, what ``chatmem migrate --from`` runs.
+  (``chatmem[llama-index]``).
+
+Reading the conversations those libraries' own stores wrote, to import them, is the command
+line's job (``chatmem migrate --from``, :mod:`chatmem_cli.importers`).
 
 Importing this package imports no framework; importing a framework's submodule without the
 framework installed raises an ``ImportError`` naming the ``pip install`` line.

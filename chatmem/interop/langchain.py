@@ -43,12 +43,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from chatmem.interop._common import ENVELOPE_KEY
 from chatmem.interop._langchain_convert import STASH_KEY, from_langchain, to_langchain
+from chatmem.interop._langchain_convert import usage_in as usage_from_langchain
+from chatmem.interop._langchain_convert import usage_out as usage_to_langchain
 
 if TYPE_CHECKING:
     from chatmem.interop._langchain_history import ChatmemMessageHistory
 
-__all__ = ["STASH_KEY", "ChatmemMessageHistory", "from_langchain", "to_langchain"]
+__all__ = [
+    "ENVELOPE_KEY",
+    "STASH_KEY",
+    "ChatmemMessageHistory",
+    "from_langchain",
+    "to_langchain",
+    "usage_from_langchain",
+    "usage_to_langchain",
+]
 
 _HISTORY = frozenset({"ChatmemMessageHistory"})
 

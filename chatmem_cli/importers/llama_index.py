@@ -15,7 +15,7 @@ integrations:
   (``llama-index-storage-chat-store-redis``: one list per key, oldest first), read with
   redis-py.
 
-Each yields :class:`~chatmem.interop._importing.ImportedConversation` objects for
+Each yields :class:`~chatmem_cli.importers._conversations.ImportedConversation` objects for
 :func:`import_conversations`. LlamaIndex stores no message ids, so each message gets one
 derived from where it is stored (key and place in the list) and importing again stores
 nothing new. Times: the row's timestamp for the SQL store; the JSON file, the PostgreSQL
@@ -28,7 +28,7 @@ LlamaIndex storage packages themselves are not needed to read.
 Example:
     ```python
     from chatmem import InMemoryChatMemoryRepository
-    from chatmem.interop import llama_index_import as source
+    from chatmem_cli.importers import llama_index as source
 
     repository = InMemoryChatMemoryRepository()
     conversations = source.llama_index_sql_conversations("sqlite:///memory.db")
@@ -45,8 +45,8 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from chatmem.interop._common import require
-from chatmem.interop._importing import (
+from chatmem_cli.importers._connections import require
+from chatmem_cli.importers._conversations import (
     ImportedConversation,
     ImportReport,
     SourceError,

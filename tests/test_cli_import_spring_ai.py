@@ -25,16 +25,6 @@ import pytest
 import sqlalchemy
 
 from chatmem import InMemoryChatMemoryRepository
-from chatmem.interop.sources import read_source
-from chatmem.interop.spring_ai_import import (
-    ImportedConversation,
-    SourceError,
-    import_conversations,
-    spring_ai_cassandra_conversations,
-    spring_ai_jdbc_conversations,
-    spring_ai_mongodb_conversations,
-    spring_ai_neo4j_conversations,
-)
 from chatmem.messages import (
     AssistantMessage,
     Media,
@@ -43,6 +33,16 @@ from chatmem.messages import (
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
+)
+from chatmem_cli.importers.sources import read_source
+from chatmem_cli.importers.spring_ai import (
+    ImportedConversation,
+    SourceError,
+    import_conversations,
+    spring_ai_cassandra_conversations,
+    spring_ai_jdbc_conversations,
+    spring_ai_mongodb_conversations,
+    spring_ai_neo4j_conversations,
 )
 from tests.conftest import server_url
 

@@ -32,7 +32,7 @@ The JDBC, Cassandra and MongoDB repositories keep only each message's type and t
 assistant message that only called tools is stored with empty text and its calls dropped,
 and a tool result as a ``TOOL`` entry with no text and no call id. Neither can become a valid
 chatmem message, so both are left out and counted in
-:attr:`~chatmem.interop._importing.ImportedConversation.left_out` (an assistant message
+:attr:`~chatmem_cli.importers._conversations.ImportedConversation.left_out` (an assistant message
 whose text was empty for another reason is left out the same way). The Neo4j repository
 keeps tool calls (id, name, arguments; not their ``type``, always ``function``), tool
 results and media (not the media's own id); it keeps no time at all.
@@ -48,7 +48,7 @@ older messages). Importing again stores nothing new. Needs the driver of the sou
 Example:
     ```python
     from chatmem import InMemoryChatMemoryRepository
-    from chatmem.interop import spring_ai_import as source
+    from chatmem_cli.importers import spring_ai as source
 
     repository = InMemoryChatMemoryRepository()
     conversations = source.spring_ai_jdbc_conversations("postgresql+psycopg://app@db/app")
@@ -68,15 +68,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import JsonValue
 
-from chatmem._urls import redact_url
-from chatmem.interop._common import require
-from chatmem.interop._importing import (
-    ImportedConversation,
-    ImportReport,
-    SourceError,
-    import_conversations,
-    stable_id,
-)
+from chatmem.backend import redact_url
 from chatmem.messages import (
     AssistantMessage,
     Media,
@@ -86,6 +78,14 @@ from chatmem.messages import (
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
+)
+from chatmem_cli.importers._connections import require
+from chatmem_cli.importers._conversations import (
+    ImportedConversation,
+    ImportReport,
+    SourceError,
+    import_conversations,
+    stable_id,
 )
 
 __all__ = [

@@ -19,7 +19,7 @@ from langchain_postgres import PostgresChatMessageHistory
 
 from chatmem import InMemoryChatMemoryRepository, UserMessage
 from chatmem.interop.langchain import to_langchain
-from chatmem.interop.langchain_import import (
+from chatmem_cli.importers.langchain import (
     _conversation,
     _converted,
     _direct,
@@ -28,7 +28,7 @@ from chatmem.interop.langchain_import import (
     langchain_redis_conversations,
     langchain_sql_conversations,
 )
-from chatmem.interop.sources import SourceError
+from chatmem_cli.importers.sources import SourceError
 from tests.conftest import server_url
 
 with warnings.catch_warnings():

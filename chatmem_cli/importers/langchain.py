@@ -21,7 +21,7 @@ the import time (what the source lost before it reached chatmem). Needs
 Example:
     ```python
     from chatmem import InMemoryChatMemoryRepository
-    from chatmem.interop.langchain_import import import_conversations, langchain_sql_conversations
+    from chatmem_cli.importers.langchain import import_conversations, langchain_sql_conversations
 
     repository = InMemoryChatMemoryRepository()
     report = import_conversations(langchain_sql_conversations("sqlite:///langchain.db"), repository)
@@ -36,8 +36,8 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from chatmem.interop._common import require
-from chatmem.interop._importing import (
+from chatmem_cli.importers._connections import require
+from chatmem_cli.importers._conversations import (
     ImportedConversation,
     ImportReport,
     SourceError,
@@ -50,9 +50,13 @@ require("langchain_core", "langchain")
 from langchain_core import messages as lc  # noqa: E402
 from langchain_core.messages import messages_from_dict  # noqa: E402
 
-from chatmem.interop._common import ENVELOPE_KEY, object_to_arguments  # noqa: E402
-from chatmem.interop._langchain_convert import STASH_KEY, usage_in, usage_out  # noqa: E402
-from chatmem.interop.langchain import from_langchain  # noqa: E402
+from chatmem.interop.langchain import (  # noqa: E402
+    ENVELOPE_KEY,
+    STASH_KEY,
+    from_langchain,
+    usage_from_langchain,
+    usage_to_langchain,
+)
 from chatmem.messages import (  # noqa: E402
     AssistantMessage,
     Message,
@@ -176,7 +180,8 @@ def _direct_calls(
             return None
         if call_id is not None and type(call_id) is not str:
             return None
-        arguments = object_to_arguments(args)
+        # The text from_langchain writes for an arguments object (non-ASCII kept).
+        arguments = json.dumps(args, ensure_ascii=False)
         tool_calls.append(ToolCall(id=call_id or "", name=call_name, arguments=arguments))
         names[call_id or ""] = call_name
         plain = plain and call_id is not None and json.loads(arguments) == args
@@ -215,8 +220,10 @@ def _direct(
         fields["tool_calls"] = found[0]
         plain = plain and found[1] and name is None
         if data["usage_metadata"] is not None:
-            usage = fields["usage"] = usage_in(data["usage_metadata"])
-            plain = plain and usage is not None and usage_out(usage) == data["usage_metadata"]
+            usage = fields["usage"] = usage_from_langchain(data["usage_metadata"])
+            plain = (
+                plain and usage is not None and usage_to_langchain(usage) == data["usage_metadata"]
+            )
     else:
         call_id, status = data["tool_call_id"], data["status"]
         if type(call_id) is not str or status not in ("success", "error"):

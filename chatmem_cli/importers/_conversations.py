@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from chatmem._concurrency import run_in_order
+from chatmem.backend import run_in_order
 from chatmem.exceptions import ChatMemError
 from chatmem.messages import Message
 from chatmem.repository import ChatMemoryLog, ChatMemoryRepository
@@ -238,7 +238,7 @@ def import_conversations(
     each message once.
 
     Args:
-        conversations: What a source function (or :func:`chatmem.interop.sources.read_source`)
+        conversations: What a source function (or :func:`chatmem_cli.importers.sources.read_source`)
             yields.
         repository: A chatmem repository with the log capabilities (every built-in backend).
         verify: Read each appended conversation back and check that every message id is

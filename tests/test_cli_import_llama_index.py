@@ -22,14 +22,14 @@ from llama_index.storage.chat_store.redis import RedisChatStore
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from chatmem import InMemoryChatMemoryRepository
-from chatmem.interop.llama_index_import import (
+from chatmem_cli.importers.llama_index import (
     import_conversations,
     llama_index_postgres_conversations,
     llama_index_redis_conversations,
     llama_index_simple_conversations,
     llama_index_sql_conversations,
 )
-from chatmem.interop.sources import SourceError
+from chatmem_cli.importers.sources import SourceError
 from tests.conftest import server_url
 
 

@@ -34,7 +34,7 @@ Example:
     from pathlib import Path
 
     from chatmem import InMemoryChatMemoryRepository
-    from chatmem.interop.sources import import_conversations, read_source
+    from chatmem_cli.importers.sources import import_conversations, read_source
 
     # A table as LangChain's SQLChatMessageHistory writes it.
     path = Path(tempfile.mkdtemp()) / "langchain.db"
@@ -65,7 +65,7 @@ from types import MappingProxyType
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
-from chatmem.interop._importing import (
+from chatmem_cli.importers._conversations import (
     ImportedConversation,
     ImportReport,
     SourceError,
@@ -106,7 +106,7 @@ def _kind(
     name: str, module: str, function: str, url: str, loses: str, **options: str
 ) -> SourceKind:
     return SourceKind(
-        name, f"chatmem.interop.{module}", function, url, MappingProxyType(options), loses
+        name, f"chatmem_cli.importers.{module}", function, url, MappingProxyType(options), loses
     )
 
 
@@ -117,7 +117,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
         for kind in (
             _kind(
                 "langchain-postgres",
-                "langchain_import",
+                "langchain",
                 "langchain_postgres_conversations",
                 "PostgreSQL URL",
                 "nothing chatmem holds (ids, times and tool calls are kept)",
@@ -125,7 +125,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "langchain-sql",
-                "langchain_import",
+                "langchain",
                 "langchain_sql_conversations",
                 "SQLAlchemy URL",
                 _NO_TIME,
@@ -133,7 +133,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "langchain-redis",
-                "langchain_import",
+                "langchain",
                 "langchain_redis_conversations",
                 "Redis URL",
                 _NO_TIME,
@@ -141,7 +141,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "llama-index-sql",
-                "llama_index_import",
+                "llama_index",
                 "llama_index_sql_conversations",
                 "SQLAlchemy URL",
                 "message ids (derived from the row)",
@@ -149,14 +149,14 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "llama-index-simple",
-                "llama_index_import",
+                "llama_index",
                 "llama_index_simple_conversations",
                 "path of the JSON file",
                 f"message ids (derived from the place), {_NO_TIME}",
             ),
             _kind(
                 "llama-index-postgres",
-                "llama_index_import",
+                "llama_index",
                 "llama_index_postgres_conversations",
                 "PostgreSQL URL",
                 f"message ids (derived from the place), {_NO_TIME}",
@@ -165,7 +165,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "llama-index-redis",
-                "llama_index_import",
+                "llama_index",
                 "llama_index_redis_conversations",
                 "Redis URL",
                 f"message ids (derived from the place), {_NO_TIME}",
@@ -173,7 +173,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "spring-ai-jdbc",
-                "spring_ai_import",
+                "spring_ai",
                 "spring_ai_jdbc_conversations",
                 "SQLAlchemy URL",
                 "tool calls and results (left out and counted), media, metadata, message ids",
@@ -181,7 +181,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "spring-ai-cassandra",
-                "spring_ai_import",
+                "spring_ai",
                 "spring_ai_cassandra_conversations",
                 "Cassandra URL",
                 "tool calls and results (left out and counted), media, metadata, message ids",
@@ -190,7 +190,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "spring-ai-mongodb",
-                "spring_ai_import",
+                "spring_ai",
                 "spring_ai_mongodb_conversations",
                 "MongoDB URL",
                 "tool calls and results (left out and counted), media, message ids, "
@@ -199,7 +199,7 @@ SOURCES: Mapping[str, SourceKind] = MappingProxyType(
             ),
             _kind(
                 "spring-ai-neo4j",
-                "spring_ai_import",
+                "spring_ai",
                 "spring_ai_neo4j_conversations",
                 "Neo4j URL",
                 f"message ids, {_NO_TIME}",
