@@ -61,10 +61,10 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterator, Mapping
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from itertools import groupby
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote
 
 from pydantic import JsonValue
 
@@ -79,7 +79,7 @@ from chatmem.messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from chatmem_cli.importers._connections import require
+from chatmem_cli.importers._connections import require, source_errors
 from chatmem_cli.importers._conversations import (
     ImportedConversation,
     ImportReport,
@@ -87,6 +87,7 @@ from chatmem_cli.importers._conversations import (
     import_conversations,
     stable_id,
 )
+from chatmem_repositories._options import split_query, split_url
 
 __all__ = [
     "ImportReport",
@@ -176,6 +177,7 @@ def _text_message(
 # --- Cassandra -------------------------------------------------------------------------
 
 _CQL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CASSANDRA_PAGE_TIMEOUT = timedelta(seconds=60)
 
 
 def _cql_name(name: str, what: str) -> str:
@@ -186,61 +188,44 @@ def _cql_name(name: str, what: str) -> str:
     return name.lower()
 
 
-def _contact_point(item: str, url: str) -> tuple[str, int | None]:
-    if item.startswith("["):
-        host, _, rest = item[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
-    else:
-        host, _, port_text = item.partition(":")
-    if not host:
-        raise SourceError(f"spring-ai-cassandra: no host in {redact_url(url)!r}")
-    if not port_text:
-        return host, None
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise SourceError(f"spring-ai-cassandra: bad port {port_text!r} in {redact_url(url)!r}")
-    return host, int(port_text)
+def _cassandra_cluster(url: str, keyspace: str) -> Any:
+    """Build (not connect) the cluster a URL names, as the cassandra repository builds its own.
 
+    The URL is the repository's without a keyspace path (the keyspace is an argument here),
+    and takes one option of its own, ``local_dc``.
+    """
+    from chatmem_repositories.cassandra._drivers import new_cluster
+    from chatmem_repositories.cassandra._options import (
+        CassandraOptions,
+        ConnectionSettings,
+        contact_points,
+    )
 
-def _cassandra_settings(url: str, keyspace: str) -> tuple[list[str], int, Any, str | None]:
-    """Return the contact points, port, credentials and local datacenter of a URL."""
-    scheme, sep, rest = url.partition("://")
+    scheme, sep, _ = url.partition("://")
     if not sep or scheme.lower() != "cassandra":
         raise SourceError(
             f"spring-ai-cassandra: {redact_url(url)!r} is not a cassandra:// URL "
             "(cassandra://[user:password@]host[,host...][:port][?local_dc=NAME])"
         )
-    authority, _, tail = rest.partition("/")
-    if "?" in authority:
-        authority, _, query = authority.partition("?")
-        path = ""
-    else:
-        path, _, query = tail.partition("?")
-    userinfo, at, hosts = authority.rpartition("@")
-    points = [_contact_point(item, url) for item in hosts.split(",") if item] if hosts else []
-    ports = {port for _, port in points if port is not None}
-    if len(ports) > 1:
-        raise SourceError(f"spring-ai-cassandra: {redact_url(url)!r} names different ports")
-    path = unquote(path.strip("/"))
+    with source_errors("spring-ai-cassandra"):
+        base, query = split_query(url)
+        parts = split_url(base)
+        hosts, port, username, password = contact_points(parts.netloc, url)
+    path = unquote(parts.path.strip("/"))
     if path and path.lower() != keyspace.lower():
         raise SourceError(
             f"spring-ai-cassandra: the URL names keyspace {path!r} but keyspace is "
             f"{keyspace!r}; Spring AI's keyspace is the keyspace argument"
         )
-    local_dc = None
-    for name, value in parse_qsl(query):
+    for name in query:
         if name != "local_dc":
             raise SourceError(f"spring-ai-cassandra: unknown URL option {name!r} (local_dc)")
-        local_dc = value
-    auth = None
-    if at:
-        user, _, password = userinfo.partition(":")
-        auth = (unquote(user), unquote(password))
-    return (
-        [host for host, _ in points] or ["127.0.0.1"],
-        ports.pop() if ports else 9042,
-        (auth),
-        local_dc,
+    # A page of whole conversations may take longer than one of the repository's statements.
+    options = CassandraOptions(
+        local_datacenter=query.get("local_dc") or None, read_timeout=_CASSANDRA_PAGE_TIMEOUT
     )
+    settings = ConnectionSettings(hosts, port, keyspace, username, password)
+    return new_cluster(settings, options, {})
 
 
 def spring_ai_cassandra_conversations(
@@ -270,24 +255,11 @@ def spring_ai_cassandra_conversations(
         SourceError: For a malformed URL, or when the table is not there or is not Spring
             AI's layout.
     """
-    cluster_module = require("cassandra.cluster", "cassandra")
-    from cassandra.auth import PlainTextAuthProvider
-    from cassandra.policies import DCAwareRoundRobinPolicy
-    from cassandra.query import SimpleStatement, tuple_factory
+    require("cassandra.cluster", "cassandra")
+    from cassandra.query import SimpleStatement
 
     keyspace, table_name = _cql_name(keyspace, "keyspace"), _cql_name(table_name, "table")
-    hosts, port, auth, local_dc = _cassandra_settings(url, keyspace)
-    profile = cluster_module.ExecutionProfile(
-        load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=local_dc),
-        row_factory=tuple_factory,
-        request_timeout=60.0,
-    )
-    cluster = cluster_module.Cluster(
-        hosts,
-        port=port,
-        auth_provider=PlainTextAuthProvider(*auth) if auth else None,
-        execution_profiles={cluster_module.EXEC_PROFILE_DEFAULT: profile},
-    )
+    cluster = _cassandra_cluster(url, keyspace)
     source = f"spring-ai-cassandra:{keyspace}.{table_name}"
     try:
         session = cluster.connect()
@@ -303,8 +275,8 @@ def spring_ai_cassandra_conversations(
             f'SELECT session_id, messages FROM "{keyspace}"."{table_name}" PER PARTITION LIMIT 1',
             fetch_size=100,
         )
-        for conversation_id, stored in session.execute(statement):
-            yield _cassandra_conversation(source, str(conversation_id), stored or [])
+        for row in session.execute(statement):
+            yield _cassandra_conversation(source, str(row["session_id"]), row["messages"] or [])
     finally:
         cluster.shutdown()
 
@@ -504,7 +476,6 @@ def spring_ai_neo4j_conversations(
         SourceError: For a malformed URL, or a graph that does not hold what Spring AI writes.
     """
     neo4j = require("neo4j", "neo4j")
-    uri, auth, database = _neo4j_settings(url, username, password, database)
     query = _NEO4J_QUERY.format(
         session=_label(session_label),
         message=_label(message_label),
@@ -514,8 +485,9 @@ def spring_ai_neo4j_conversations(
         media=_label(media_label),
     )
     source = f"spring-ai-neo4j:{session_label}/{message_label}"
+    driver, database = _neo4j_driver(neo4j, url, username, password, database)
     with (
-        neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF") as driver,
+        driver,
         driver.session(database=database, default_access_mode=neo4j.READ_ACCESS) as session,
     ):
         for record in session.run(query):
@@ -525,33 +497,29 @@ def spring_ai_neo4j_conversations(
             yield _neo4j_conversation(source, conversation_id, record["messages"])
 
 
-def _neo4j_settings(
-    url: str, username: str | None, password: str | None, database: str | None
-) -> tuple[str, tuple[str, str] | None, str | None]:
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:  # an unclosed or misplaced IPv6 bracket
-        raise SourceError(f"spring-ai-neo4j: malformed URL {redact_url(url)!r}: {exc}") from None
-    if parts.scheme.lower() not in ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"):
+def _neo4j_driver(
+    neo4j: Any, url: str, username: str | None, password: str | None, database: str | None
+) -> tuple[Any, str | None]:
+    """Build the driver a URL names, as the neo4j repository builds its own, and the database.
+
+    The URL is the repository's without options (the reader takes them as arguments).
+    """
+    from chatmem_repositories.neo4j._options import SCHEMES, driver_settings
+
+    if url.partition("://")[0].lower() not in SCHEMES:
         raise SourceError(f"spring-ai-neo4j: {redact_url(url)!r} is not a bolt:// or neo4j:// URL")
-    if not parts.hostname:
-        raise SourceError(f"spring-ai-neo4j: no host in {redact_url(url)!r}")
-    if parts.query:
-        raise SourceError("spring-ai-neo4j: the URL takes no options; pass them as arguments")
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    try:
-        port = parts.port
-    except ValueError:
-        raise SourceError(f"spring-ai-neo4j: bad port in {redact_url(url)!r}") from None
-    uri = f"{parts.scheme.lower()}://{host}" + (f":{port}" if port else "")
-    user = username if username is not None else unquote(parts.username or "") or None
-    secret = password if password is not None else unquote(parts.password or "")
-    path = unquote(parts.path.strip("/")) or None
+    credentials = {"user": username, "password": password}
+    with source_errors("spring-ai-neo4j"):
+        if split_query(url)[1]:
+            raise SourceError("spring-ai-neo4j: the URL takes no options; pass them as arguments")
+        settings = driver_settings(url, {k: v for k, v in credentials.items() if v is not None})
+    path = settings.options.database
     if path and database and path != database:
         raise SourceError(
             f"spring-ai-neo4j: the URL names database {path!r} but database is {database!r}"
         )
-    return uri, (user, secret) if user is not None else None, database or path
+    driver = neo4j.GraphDatabase.driver(settings.uri, auth=settings.auth, **settings.config)
+    return driver, database or path
 
 
 def _neo4j_media(source: str, session: str, stored: Mapping[str, Any]) -> Media:

@@ -32,6 +32,7 @@ __all__ = [
     "ConnectionSettings",
     "Consistency",
     "SerialConsistency",
+    "contact_points",
     "parse_url",
 ]
 
@@ -195,7 +196,28 @@ def parse_url(
     parts = split_url(parsed.url)
     if parts.scheme.lower() != "cassandra":
         raise ConfigurationError(f"not a cassandra:// URL: {redact_url(url)!r}")
-    userinfo, _, hostinfo = parts.netloc.rpartition("@")
+    hosts, port, username, password = contact_points(parts.netloc, url)
+    keyspace = check_identifier(parts.path.strip("/"), "the keyspace (URL path)")
+    settings = ConnectionSettings(hosts, port, keyspace, username, password)
+    return settings, parsed.options, parsed.driver_options
+
+
+def contact_points(netloc: str, url: str) -> tuple[tuple[str, ...], int, str | None, str | None]:
+    """Read the contact points, their port and the credentials of a URL's authority.
+
+    Args:
+        netloc: ``[user:password@]host1[:port],host2[:port]``, as :func:`split_url` gives it;
+            no host means ``127.0.0.1``, no port 9042.
+        url: The whole URL, for messages (its password hidden).
+
+    Returns:
+        The hosts, their port, the user name and the password (``None`` without them).
+
+    Raises:
+        ConfigurationError: For a malformed host or port, or contact points on different
+            ports.
+    """
+    userinfo, _, hostinfo = netloc.rpartition("@")
     username = password = None
     if userinfo:
         user, _, secret = userinfo.partition(":")
@@ -207,8 +229,5 @@ def parse_url(
             f"the contact points of {redact_url(url)!r} name different ports; the driver "
             "uses one port for every node"
         )
-    hosts = [host for host, _ in points] or ["127.0.0.1"]
-    port = ports.pop() if ports else 9042
-    keyspace = check_identifier(parts.path.strip("/"), "the keyspace (URL path)")
-    settings = ConnectionSettings(tuple(hosts), port, keyspace, username, password)
-    return settings, parsed.options, parsed.driver_options
+    hosts = tuple(host for host, _ in points) or ("127.0.0.1",)
+    return hosts, ports.pop() if ports else 9042, username, password
