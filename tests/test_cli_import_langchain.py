@@ -19,6 +19,7 @@ from langchain_postgres import PostgresChatMessageHistory
 
 from chatmem import InMemoryChatMemoryRepository, UserMessage
 from chatmem.interop.langchain import to_langchain
+from chatmem_cli.importers._connections import redis_client
 from chatmem_cli.importers.langchain import (
     _conversation,
     _converted,
@@ -135,6 +136,29 @@ def test_missing_tables_are_source_errors(tmp_path: Path) -> None:
     url = server_url("postgresql")
     with pytest.raises(SourceError, match="langchain-postgres: no table 'chatmem_absent_x'"):
         list(langchain_postgres_conversations(url, "chatmem_absent_x"))
+
+
+def test_a_redis_source_url_is_read_as_the_redis_repository_reads_it() -> None:
+    # Refused before connecting: a cluster (a source is one server), a repository's option,
+    # and a name neither chatmem nor redis-py takes.
+    with pytest.raises(SourceError, match=r"langchain-redis: .* one Redis server, not a cluster"):
+        list(langchain_redis_conversations("redis+cluster://127.0.0.1:1,127.0.0.1:2"))
+    with pytest.raises(SourceError, match=r"option\(s\) key_prefix, ttl apply to a chatmem repo"):
+        list(langchain_redis_conversations("redis://127.0.0.1:1/0?ttl=60&key_prefix=app"))
+    with pytest.raises(SourceError, match="unknown option 'socket_timout'"):
+        list(langchain_redis_conversations("redis://127.0.0.1:1/0?socket_timout=1"))
+    client = redis_client(
+        "langchain-redis", "redis://127.0.0.1:1?db=3&read_timeout=2&health_check_interval=7"
+    )
+    try:
+        kwargs = client.connection_pool.connection_kwargs
+        assert (kwargs["db"], kwargs["socket_timeout"], kwargs["health_check_interval"]) == (
+            3,
+            2,
+            7,
+        )
+    finally:
+        client.close()
 
 
 def _stored_forms() -> list[list[dict[str, Any]]]:

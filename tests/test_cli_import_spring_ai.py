@@ -351,6 +351,12 @@ def test_spring_ai_mongodb_refuses_what_it_cannot_read() -> None:
         list(spring_ai_mongodb_conversations(url, collection_name="nope"))
     with pytest.raises(SourceError, match="names no database"):
         list(spring_ai_mongodb_conversations(urlunsplit(urlsplit(url)._replace(path=""))))
+    # Read as the mongodb repository reads its URL: its options that mean nothing to a
+    # source, and names neither it nor pymongo takes, are refused before connecting.
+    with pytest.raises(SourceError, match=r"spring-ai-mongodb: the URL option\(s\) ttl apply"):
+        list(spring_ai_mongodb_conversations("mongodb://127.0.0.1:1/db?ttl=60"))
+    with pytest.raises(SourceError, match="unknown option 'replicaset_name'"):
+        list(spring_ai_mongodb_conversations("mongodb://127.0.0.1:1/db?replicaset_name=x"))
 
 
 # --- Neo4j -----------------------------------------------------------------------------

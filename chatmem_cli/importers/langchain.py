@@ -36,7 +36,13 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from chatmem_cli.importers._connections import require
+from chatmem_cli.importers._connections import (
+    keys_with_prefix,
+    libpq_url,
+    redis_client,
+    require,
+    sql_table,
+)
 from chatmem_cli.importers._conversations import (
     ImportedConversation,
     ImportReport,
@@ -277,7 +283,7 @@ def langchain_postgres_conversations(
     query = sql.SQL(
         "SELECT session_id, id, message, created_at FROM {} ORDER BY session_id, id"
     ).format(sql.Identifier(table_name))
-    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+    with psycopg.connect(libpq_url(url)) as connection:
         found = connection.execute("SELECT to_regclass(%s)", [f'"{table_name}"']).fetchone()
         if found is None or found[0] is None:
             raise SourceError(f"langchain-postgres: no table {table_name!r}")
@@ -300,8 +306,7 @@ def langchain_sql_conversations(
         table_name: The table ``SQLChatMessageHistory`` wrote.
     """
     sqlalchemy = require("sqlalchemy", "sql")
-    engine = sqlalchemy.create_engine(url)
-    table = _reflect(sqlalchemy, engine, table_name, "langchain-sql")
+    engine, table = sql_table("langchain-sql", url, table_name)
     query = sqlalchemy.select(table.c.session_id, table.c.id, table.c.message).order_by(
         table.c.session_id, table.c.id
     )
@@ -323,10 +328,9 @@ def langchain_redis_conversations(
         url: A Redis URL.
         key_prefix: The prefix the histories used.
     """
-    redis = require("redis", "redis")
-    client = redis.Redis.from_url(url)
+    client = redis_client("langchain-redis", url)
     try:
-        for key in sorted(client.scan_iter(match=_glob_escape(key_prefix) + "*", count=1000)):
+        for key in keys_with_prefix(client, key_prefix):
             session = key.decode()[len(key_prefix) :]
             # LPUSH keeps the newest first; the index counts from the oldest.
             items = [
@@ -336,16 +340,3 @@ def langchain_redis_conversations(
             yield _conversation(f"langchain-redis:{key_prefix}", session, items)
     finally:
         client.close()
-
-
-def _reflect(sqlalchemy: Any, engine: Any, table_name: str, kind: str) -> Any:
-    """Reflect a source table; a missing one is a :class:`SourceError`."""
-    try:
-        return sqlalchemy.Table(table_name, sqlalchemy.MetaData(), autoload_with=engine)
-    except sqlalchemy.exc.NoSuchTableError:
-        engine.dispose()
-        raise SourceError(f"{kind}: no table {table_name!r}") from None
-
-
-def _glob_escape(text: str) -> str:
-    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)

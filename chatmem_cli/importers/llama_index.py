@@ -45,7 +45,13 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from chatmem_cli.importers._connections import require
+from chatmem_cli.importers._connections import (
+    keys_with_prefix,
+    libpq_url,
+    redis_client,
+    require,
+    sql_table,
+)
 from chatmem_cli.importers._conversations import (
     ImportedConversation,
     ImportReport,
@@ -108,12 +114,7 @@ def llama_index_sql_conversations(
         table_name: The store's table.
     """
     sqlalchemy = require("sqlalchemy", "sql")
-    engine = sqlalchemy.create_engine(url)
-    try:
-        table = sqlalchemy.Table(table_name, sqlalchemy.MetaData(), autoload_with=engine)
-    except sqlalchemy.exc.NoSuchTableError:
-        engine.dispose()
-        raise SourceError(f"llama-index-sql: no table {table_name!r}") from None
+    engine, table = sql_table("llama-index-sql", url, table_name)
     query = sqlalchemy.select(table.c.key, table.c.id, table.c.data, table.c.timestamp).order_by(
         table.c.key, table.c.timestamp, table.c.id
     )
@@ -183,10 +184,8 @@ def llama_index_postgres_conversations(
     psycopg = require("psycopg", "postgresql")
     from psycopg import sql
 
-    for scheme in ("postgresql+psycopg://", "postgresql+asyncpg://", "postgres://"):
-        url = url.replace(scheme, "postgresql://", 1) if url.startswith(scheme) else url
     table, schema = table_name.lower(), schema_name.lower()
-    with psycopg.connect(url) as connection:
+    with psycopg.connect(libpq_url(url)) as connection:
         for candidate in (f"data_{table}", table):
             qualified = sql.Identifier(schema, candidate)
             found = connection.execute(
@@ -229,11 +228,10 @@ def llama_index_redis_conversations(
     Raises:
         SourceError: If a list holds something that is not a LlamaIndex chat message.
     """
-    redis = require("redis", "redis")
-    client = redis.Redis.from_url(url)
+    client = redis_client("llama-index-redis", url)
     source = f"llama-index-redis:{key_prefix}"
     try:
-        keys = sorted(client.scan_iter(match=_glob_escape(key_prefix) + "*", count=1000))
+        keys = keys_with_prefix(client, key_prefix)
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             with client.pipeline(transaction=False) as pipeline:
@@ -252,7 +250,3 @@ def llama_index_redis_conversations(
                 yield _convert(source, session, items)
     finally:
         client.close()
-
-
-def _glob_escape(text: str) -> str:
-    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)

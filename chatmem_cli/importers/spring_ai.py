@@ -64,7 +64,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import groupby
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 from pydantic import JsonValue
 
@@ -79,7 +79,12 @@ from chatmem.messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from chatmem_cli.importers._connections import require, source_errors
+from chatmem_cli.importers._connections import (
+    refuse_repository_options,
+    require,
+    source_errors,
+    sql_table,
+)
 from chatmem_cli.importers._conversations import (
     ImportedConversation,
     ImportReport,
@@ -121,20 +126,8 @@ def spring_ai_jdbc_conversations(
         table_name: The table (Spring AI's default name unless configured otherwise).
     """
     sqlalchemy = require("sqlalchemy", "sql")
-    engine = sqlalchemy.create_engine(url)
-    metadata = sqlalchemy.MetaData()
-    try:
-        table = sqlalchemy.Table(table_name, metadata, autoload_with=engine)
-    except sqlalchemy.exc.NoSuchTableError:
-        # PostgreSQL folds the unquoted name Spring AI creates to lower case.
-        try:
-            table = sqlalchemy.Table(table_name.lower(), metadata, autoload_with=engine)
-        except sqlalchemy.exc.NoSuchTableError:
-            engine.dispose()
-            raise SourceError(
-                f"spring-ai-jdbc: no table {table_name!r}"
-                + (f" (nor {table_name.lower()!r})" if table_name.lower() != table_name else "")
-            ) from None
+    # PostgreSQL folds the unquoted name Spring AI creates to lower case.
+    engine, table = sql_table("spring-ai-jdbc", url, table_name, fold_case=True)
     columns = table.c
     query = sqlalchemy.select(
         columns.conversation_id, columns.content, columns.type, columns["timestamp"]
@@ -352,14 +345,9 @@ def spring_ai_mongodb_conversations(
             something Spring AI does not write.
     """
     pymongo = require("pymongo", "mongodb")
-    client = pymongo.MongoClient(url)
+    client, database_name = _mongo_client(pymongo, url)
     try:
-        try:
-            database = client.get_default_database()
-        except pymongo.errors.ConfigurationError:
-            raise SourceError(
-                f"spring-ai-mongodb: {redact_url(url)!r} names no database (put it in the path)"
-            ) from None
+        database = client[database_name]
         if collection_name not in database.list_collection_names(filter={"name": collection_name}):
             raise SourceError(
                 f"spring-ai-mongodb: no collection {collection_name!r} in {database.name!r}"
@@ -376,6 +364,30 @@ def spring_ai_mongodb_conversations(
                 yield _mongo_conversation(source, conversation_id, list(group))
     finally:
         client.close()
+
+
+def _mongo_client(pymongo: Any, url: str) -> tuple[Any, str]:
+    """Build the client a URL names, as the mongodb repository builds its own, and the database.
+
+    The URL is the repository's, except that the database must be named (Spring AI's has no
+    default) and that nothing bounds the wait for a reply unless the URL does: the first
+    batch waits for the server to sort the whole collection.
+    """
+    from chatmem_repositories.mongodb._options import parse_url
+
+    with source_errors("spring-ai-mongodb"):
+        settings = parse_url(url, {})
+    used = ("database", "connect_timeout", "read_timeout")
+    refuse_repository_options("spring-ai-mongodb", settings.options, used)
+    if settings.options.database is None and not split_url(settings.url).path.strip("/"):
+        raise SourceError(
+            f"spring-ai-mongodb: {redact_url(url)!r} names no database (put it in the path)"
+        )
+    client_options = dict(settings.client_options)
+    in_url = {name.lower() for name, _ in parse_qsl(split_url(settings.url).query)}
+    if "sockettimeoutms" not in in_url and "read_timeout" not in settings.options.model_fields_set:
+        client_options.pop("socketTimeoutMS", None)
+    return pymongo.MongoClient(settings.url, **client_options), settings.database
 
 
 def _mongo_conversation(source: str, session: object, documents: list[Any]) -> ImportedConversation:
