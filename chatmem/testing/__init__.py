@@ -36,7 +36,13 @@ from chatmem.testing._checker import Anomaly, find_anomalies
 from chatmem.testing._clock import ManualClock
 from chatmem.testing._history import History, HistoryReport, Operation, Outcome
 from chatmem.testing._report import HistoryCheckError, check_history
-from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_message, tool_turn
+from chatmem.testing._samples import (
+    HOSTILE_CONVERSATION_IDS,
+    PREVIOUS_CODEC_RECORD,
+    every_kind_of_message,
+    reasoning_turns,
+    tool_turn,
+)
 from chatmem.testing._schedule import CheckerSettings
 from chatmem.testing._summarizer import folding_summarizer
 from chatmem.testing._sync.history_checker import HistoryChecker
@@ -73,6 +79,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "HOSTILE_CONVERSATION_IDS",
+    "PREVIOUS_CODEC_RECORD",
     "Anomaly",
     "AsyncHistoryChecker",
     "AsyncHistoryCheckerConformance",
@@ -98,5 +105,6 @@ __all__ = [
     "every_kind_of_message",
     "find_anomalies",
     "folding_summarizer",
+    "reasoning_turns",
     "tool_turn",
 ]

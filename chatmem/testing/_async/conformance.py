@@ -44,9 +44,17 @@ from chatmem.messages import (
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
+    decode_message,
+    encode_message,
 )
 from chatmem.testing._clock import ManualClock
-from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_message, tool_turn
+from chatmem.testing._samples import (
+    HOSTILE_CONVERSATION_IDS,
+    PREVIOUS_CODEC_RECORD,
+    every_kind_of_message,
+    reasoning_turns,
+    tool_turn,
+)
 
 __all__ = ["AsyncRepositoryConformance"]
 
@@ -59,6 +67,12 @@ def _ids(stored: list[StoredMessage]) -> list[str]:
 
 def _texts(messages: list[Message]) -> list[str]:
     return [getattr(m, "text", "") for m in messages]
+
+
+def _assert_exact(read: list[Message], written: list[Message]) -> None:
+    """Equal messages that encode to the same text: nothing added, dropped or reordered."""
+    assert read == written
+    assert [encode_message(m) for m in read] == [encode_message(m) for m in written]
 
 
 class AsyncRepositoryConformance:
@@ -564,6 +578,82 @@ class AsyncRepositoryConformance:
         older = await repository.find_recent(cid, 2, before=stored[2].position)
         assert _texts([s.message for s in older]) == ["m0", "m1"]
         assert _texts(await repository.find_by_conversation_id(bystander)) == ["fine"]
+
+    # -- reasoning models: reasoning parts, provider items, token usage -----------------------
+
+    @pytest.mark.asyncio
+    async def test_reasoning_parts_round_trip_exactly(
+        self, repository: AsyncChatMemoryLog, cid: str
+    ) -> None:
+        messages = reasoning_turns()
+        stored = await repository.append(cid, messages[:3])
+        stored += await repository.append(cid, messages[3:])
+        _assert_exact([s.message for s in stored], messages)
+        chat = [m for m in messages if not isinstance(m, SystemMessage)]
+        _assert_exact(await repository.find_by_conversation_id(cid), messages)
+        _assert_exact([s.message for s in await repository.find_history(cid)], messages)
+        _assert_exact([s.message for s in await repository.find_recent(cid, 100)], chat)
+        newest = await repository.find_recent(cid, 3)
+        older = await repository.find_recent(cid, 3, before=newest[0].position)
+        _assert_exact([s.message for s in older + newest], chat[-6:])
+        if isinstance(repository, AsyncWindowReader):
+            system, recent = await repository.find_window(cid, 100)
+            assert system is not None
+            _assert_exact([system.message, *(s.message for s in recent)], messages)
+        first = await repository.find_history(cid, limit=4)
+        rest = await repository.find_history(cid, after=first[-1].position)
+        _assert_exact([s.message for s in first + rest], messages)
+        assistants = await repository.find_history(cid, types=[MessageType.ASSISTANT])
+        _assert_exact(
+            [s.message for s in assistants], [m for m in messages if m.type == "assistant"]
+        )
+        hits = await repository.find_history(cid, text="sunny in paris")
+        _assert_exact([s.message for s in hits], [messages[4]])
+        latest = await repository.find_latest(cid, MessageType.ASSISTANT)
+        assert latest is not None
+        _assert_exact([latest.message], [messages[-1]])
+
+    @pytest.mark.asyncio
+    async def test_reasoning_parts_survive_save_all(
+        self, repository: AsyncChatMemoryLog, cid: str
+    ) -> None:
+        await repository.save_all(cid, [UserMessage("old"), AssistantMessage("old")])
+        messages = reasoning_turns()
+        await repository.save_all(cid, messages)
+        _assert_exact(await repository.find_by_conversation_id(cid), messages)
+        await repository.save_all(cid, messages[1:5])
+        _assert_exact(await repository.find_by_conversation_id(cid), messages[1:5])
+
+    @pytest.mark.asyncio
+    async def test_a_record_of_the_previous_codec_reads_back_equal(
+        self, repository: AsyncChatMemoryLog, cid: str
+    ) -> None:
+        old = decode_message(PREVIOUS_CODEC_RECORD)
+        assert isinstance(old, AssistantMessage)
+        assert (old.reasoning, old.provider_items, old.usage) == ([], [], None)
+        # A message without the new fields is written exactly as the previous codec wrote it,
+        # so the repository receives the very record a previous release stored.
+        assert encode_message(old) == PREVIOUS_CODEC_RECORD
+        new = reasoning_turns()
+        mixed: list[Message] = [UserMessage("before"), old, *new[1:5], AssistantMessage("plain")]
+        await repository.append(cid, mixed)
+        history = await repository.find_by_conversation_id(cid)
+        _assert_exact(history, mixed)
+        assert encode_message(history[1]) == PREVIOUS_CODEC_RECORD
+
+    @pytest.mark.asyncio
+    async def test_memory_window_keeps_reasoning_with_its_message(
+        self, repository: AsyncChatMemoryLog, cid: str
+    ) -> None:
+        messages = reasoning_turns()
+        memory = AsyncMessageWindowChatMemory(repository, max_messages=10)
+        await memory.add(cid, messages[:3])
+        # The turn in progress: the tool calls are not answered yet, and are kept.
+        _assert_exact(await memory.get(cid), messages[:3])
+        await memory.add(cid, messages[3:])
+        _assert_exact(await memory.get(cid), messages)
+        small = AsyncMessageWindowChatMemory(repository, max_messages=6)
+        _assert_exact(await small.get(cid), [messages[0], *messages[5:]])
 
     # -- memory on top of the repository ------------------------------------------------------
 

@@ -46,9 +46,17 @@ from chatmem.messages import (
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
+    decode_message,
+    encode_message,
 )
 from chatmem.testing._clock import ManualClock
-from chatmem.testing._samples import HOSTILE_CONVERSATION_IDS, every_kind_of_message, tool_turn
+from chatmem.testing._samples import (
+    HOSTILE_CONVERSATION_IDS,
+    PREVIOUS_CODEC_RECORD,
+    every_kind_of_message,
+    reasoning_turns,
+    tool_turn,
+)
 
 __all__ = ["RepositoryConformance"]
 
@@ -61,6 +69,12 @@ def _ids(stored: list[StoredMessage]) -> list[str]:
 
 def _texts(messages: list[Message]) -> list[str]:
     return [getattr(m, "text", "") for m in messages]
+
+
+def _assert_exact(read: list[Message], written: list[Message]) -> None:
+    """Equal messages that encode to the same text: nothing added, dropped or reordered."""
+    assert read == written
+    assert [encode_message(m) for m in read] == [encode_message(m) for m in written]
 
 
 class RepositoryConformance:
@@ -517,6 +531,74 @@ class RepositoryConformance:
         older = repository.find_recent(cid, 2, before=stored[2].position)
         assert _texts([s.message for s in older]) == ["m0", "m1"]
         assert _texts(repository.find_by_conversation_id(bystander)) == ["fine"]
+
+    # -- reasoning models: reasoning parts, provider items, token usage -----------------------
+
+    def test_reasoning_parts_round_trip_exactly(self, repository: ChatMemoryLog, cid: str) -> None:
+        messages = reasoning_turns()
+        stored = repository.append(cid, messages[:3])
+        stored += repository.append(cid, messages[3:])
+        _assert_exact([s.message for s in stored], messages)
+        chat = [m for m in messages if not isinstance(m, SystemMessage)]
+        _assert_exact(repository.find_by_conversation_id(cid), messages)
+        _assert_exact([s.message for s in repository.find_history(cid)], messages)
+        _assert_exact([s.message for s in repository.find_recent(cid, 100)], chat)
+        newest = repository.find_recent(cid, 3)
+        older = repository.find_recent(cid, 3, before=newest[0].position)
+        _assert_exact([s.message for s in older + newest], chat[-6:])
+        if isinstance(repository, WindowReader):
+            system, recent = repository.find_window(cid, 100)
+            assert system is not None
+            _assert_exact([system.message, *(s.message for s in recent)], messages)
+        first = repository.find_history(cid, limit=4)
+        rest = repository.find_history(cid, after=first[-1].position)
+        _assert_exact([s.message for s in first + rest], messages)
+        assistants = repository.find_history(cid, types=[MessageType.ASSISTANT])
+        _assert_exact(
+            [s.message for s in assistants], [m for m in messages if m.type == "assistant"]
+        )
+        hits = repository.find_history(cid, text="sunny in paris")
+        _assert_exact([s.message for s in hits], [messages[4]])
+        latest = repository.find_latest(cid, MessageType.ASSISTANT)
+        assert latest is not None
+        _assert_exact([latest.message], [messages[-1]])
+
+    def test_reasoning_parts_survive_save_all(self, repository: ChatMemoryLog, cid: str) -> None:
+        repository.save_all(cid, [UserMessage("old"), AssistantMessage("old")])
+        messages = reasoning_turns()
+        repository.save_all(cid, messages)
+        _assert_exact(repository.find_by_conversation_id(cid), messages)
+        repository.save_all(cid, messages[1:5])
+        _assert_exact(repository.find_by_conversation_id(cid), messages[1:5])
+
+    def test_a_record_of_the_previous_codec_reads_back_equal(
+        self, repository: ChatMemoryLog, cid: str
+    ) -> None:
+        old = decode_message(PREVIOUS_CODEC_RECORD)
+        assert isinstance(old, AssistantMessage)
+        assert (old.reasoning, old.provider_items, old.usage) == ([], [], None)
+        # A message without the new fields is written exactly as the previous codec wrote it,
+        # so the repository receives the very record a previous release stored.
+        assert encode_message(old) == PREVIOUS_CODEC_RECORD
+        new = reasoning_turns()
+        mixed: list[Message] = [UserMessage("before"), old, *new[1:5], AssistantMessage("plain")]
+        repository.append(cid, mixed)
+        history = repository.find_by_conversation_id(cid)
+        _assert_exact(history, mixed)
+        assert encode_message(history[1]) == PREVIOUS_CODEC_RECORD
+
+    def test_memory_window_keeps_reasoning_with_its_message(
+        self, repository: ChatMemoryLog, cid: str
+    ) -> None:
+        messages = reasoning_turns()
+        memory = MessageWindowChatMemory(repository, max_messages=10)
+        memory.add(cid, messages[:3])
+        # The turn in progress: the tool calls are not answered yet, and are kept.
+        _assert_exact(memory.get(cid), messages[:3])
+        memory.add(cid, messages[3:])
+        _assert_exact(memory.get(cid), messages)
+        small = MessageWindowChatMemory(repository, max_messages=6)
+        _assert_exact(small.get(cid), [messages[0], *messages[5:]])
 
     # -- memory on top of the repository ------------------------------------------------------
 
