@@ -32,7 +32,14 @@ from chatmem.exceptions import (
     RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
 )
-from chatmem.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from chatmem.messages import (
+    AssistantMessage,
+    Message,
+    ReasoningPart,
+    SystemMessage,
+    TokenUsage,
+    UserMessage,
+)
 from chatmem.testing._clock import ManualClock
 from chatmem.testing._history import History, HistoryReport, Operation, Outcome
 from chatmem.testing._report import check_history
@@ -341,8 +348,16 @@ class HistoryChecker:
             message = SystemMessage(text, metadata=metadata)
         elif kind == "u":
             message = UserMessage(text, metadata=metadata)
-        else:
+        elif worker.sequence % 2:
             message = AssistantMessage(text, metadata=metadata)
+        else:
+            # Half the answers come from a reasoning model: the store carries those fields too.
+            message = AssistantMessage(
+                text,
+                metadata=metadata,
+                reasoning=[ReasoningPart(text=f"thinking of {label}", signature=label)],
+                usage=TokenUsage(input_tokens=worker.sequence, output_tokens=1),
+            )
         self._labels[message.id] = label
         return message
 
