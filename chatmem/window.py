@@ -20,12 +20,15 @@ exercise it directly. The rules, in order:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from chatmem.messages import (
     AssistantMessage,
     Message,
     MessageType,
+    ProviderItem,
+    ReasoningPart,
+    ToolCall,
     ToolResponseMessage,
     UserMessage,
 )
@@ -254,11 +257,52 @@ def repair_tool_sequence(messages: Sequence[M], *, allow_pending_tool_call: bool
                 run.append(tool_message.model_copy(update={"responses": kept}))
         pending_ok = allow_pending_tool_call and index == len(messages) and not run
         if answered != call_ids and not pending_ok:
-            calls = [call for call in message.tool_calls if call.id in answered]
-            message = message.model_copy(update={"tool_calls": calls})
-            assert isinstance(message, AssistantMessage)
+            message = _keep_calls(message, answered)
             if not (message.text or message.tool_calls or message.media):
                 continue  # nothing answered, so the run is empty too
         result.append(message)
         result.extend(run)
     return result
+
+
+def _keep_calls(message: M, kept: set[str]) -> M:
+    """The assistant message with only the tool calls in ``kept``, everything else intact.
+
+    Its reasoning parts and provider items stay with it. Those placed by ``index`` among the
+    message's parts keep their order relative to the text and the remaining calls: their
+    indexes are renumbered as if the dropped calls had never been there.
+    """
+    assert isinstance(message, AssistantMessage)
+    update: dict[str, Any] = {
+        "tool_calls": [call for call in message.tool_calls if call.id in kept]
+    }
+    parts: list[ReasoningPart | ProviderItem] = [*message.reasoning, *message.provider_items]
+    placed = [part for part in parts if part.index is not None]
+    if placed:
+        renumbered = _renumbered(message, placed, kept)
+        update["reasoning"] = [renumbered.get(id(p), p) for p in message.reasoning]
+        update["provider_items"] = [renumbered.get(id(p), p) for p in message.provider_items]
+    return message.model_copy(update=update)
+
+
+def _renumbered(
+    message: AssistantMessage, placed: list[ReasoningPart | ProviderItem], kept: set[str]
+) -> dict[int, ReasoningPart | ProviderItem]:
+    """The placed parts whose index changes once the calls not in ``kept`` are gone, by id()."""
+    content: list[str | ToolCall] = [message.text] if message.text else []
+    content += message.tool_calls
+    waiting = sorted(placed, key=lambda part: part.index or 0)
+    # The parts in their original order: each placed part at its index, the text and then the
+    # calls in the places left (a part whose index is past the end comes next).
+    order: list[str | ToolCall | ReasoningPart | ProviderItem] = []
+    while content or waiting:
+        if waiting and ((waiting[0].index or 0) <= len(order) or not content):
+            order.append(waiting.pop(0))
+        else:
+            order.append(content.pop(0))
+    order = [part for part in order if not (isinstance(part, ToolCall) and part.id not in kept)]
+    return {
+        id(part): part.model_copy(update={"index": index})
+        for index, part in enumerate(order)
+        if isinstance(part, ReasoningPart | ProviderItem) and part.index != index
+    }
