@@ -4,10 +4,21 @@
 message: the text, each tool call's name and arguments, each tool result, a small fixed
 overhead per message and per tool call, and a fixed charge per media part (media are
 counted, never rejected).
+
+Reasoning parts and provider items are counted as the provider bills them when they are sent
+back: a reasoning part that names its provider costs a small overhead plus the larger of its
+text (the reasoning or its summary) and its signature or encrypted payload (one token per
+:data:`OPAQUE_CHARS_PER_TOKEN` characters, since an encrypted payload stands for reasoning the
+provider counts in full); when the message's :class:`~chatmem.messages.TokenUsage` reports
+reasoning tokens, the message's reasoning costs at least that many. A reasoning part with no
+provider is sent to none, so it costs nothing. A provider item costs the overhead plus its JSON
+data at the same rate. The count does not depend on where the message sits: providers that drop
+the reasoning of earlier turns bill less, so a token window errs on the side of fitting.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -19,6 +30,7 @@ from chatmem.messages import AssistantMessage, Message, ToolResponseMessage
 __all__ = [
     "MEDIA_TOKENS",
     "MESSAGE_OVERHEAD",
+    "OPAQUE_CHARS_PER_TOKEN",
     "TOOL_CALL_OVERHEAD",
     "CachedTokenEstimator",
     "CharacterTokenEstimator",
@@ -29,9 +41,13 @@ __all__ = [
 MESSAGE_OVERHEAD = 3
 """Tokens every message costs on top of its content (role and separators)."""
 TOOL_CALL_OVERHEAD = 3
-"""Tokens every tool call or tool result costs on top of its name and payload."""
+"""Tokens every tool call, tool result, reasoning part or provider item costs on top of its
+content."""
 MEDIA_TOKENS = 85
 """Tokens counted per media part: OpenAI's price of one low-detail image."""
+OPAQUE_CHARS_PER_TOKEN = 4
+"""Characters of a signature, an encrypted reasoning payload or a provider item's JSON counted
+as one token."""
 
 
 @runtime_checkable
@@ -68,8 +84,31 @@ class _ContentTokenEstimator:
                     + self.count_text(call.name)
                     + self.count_text(call.arguments)
                 )
+            if message.reasoning or message.provider_items:
+                total += self._replayed_tokens(message)
         total += self._media_tokens * len(getattr(message, "media", ()))
         return total
+
+    def _replayed_tokens(self, message: AssistantMessage) -> int:
+        """What the message's reasoning parts and provider items cost when sent back."""
+        reasoning = 0
+        for part in message.reasoning:
+            if part.provider is not None:  # a part without one is sent to no provider
+                reasoning += TOOL_CALL_OVERHEAD + max(
+                    self.count_text(part.text), _opaque_tokens(part.signature or "")
+                )
+        if reasoning and message.usage is not None:
+            reasoning = max(reasoning, message.usage.reasoning_tokens)
+        items = sum(
+            TOOL_CALL_OVERHEAD
+            + _opaque_tokens(json.dumps(item.data, ensure_ascii=False, separators=(",", ":")))
+            for item in message.provider_items
+        )
+        return reasoning + items
+
+
+def _opaque_tokens(payload: str) -> int:
+    return math.ceil(len(payload) / OPAQUE_CHARS_PER_TOKEN)
 
 
 class TiktokenTokenEstimator(_ContentTokenEstimator):
