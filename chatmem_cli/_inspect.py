@@ -17,7 +17,14 @@ from chatmem import (
     owner_of,
 )
 from chatmem_cli._common import console
-from chatmem_cli._render import created_cell, describe, message_table, summary_panel, type_cell
+from chatmem_cli._render import (
+    UsageTotal,
+    content_cell,
+    created_cell,
+    message_table,
+    summary_panel,
+    type_cell,
+)
 from chatmem_repositories.settings import ChatMemorySettings, MemoryKind
 
 __all__ = ["list_page", "show_conversation"]
@@ -50,7 +57,7 @@ def list_page(
             conversation_id,
             owner_of(conversation_id) or "",
             created_cell(latest) if latest else "",
-            describe(latest, 60) if latest else "(system message only)",
+            content_cell(latest, 60) if latest else "(system message only)",
         )
     if page.conversation_ids:
         console.print(table)
@@ -113,11 +120,15 @@ def show_conversation(
         f"Memory view of {conversation_id!r} ({_window_label(memory)})", first="#"
     )
     for number, message in enumerate(view, start=1):
-        table.add_row(str(number), type_cell(message), created_cell(message), describe(message))
+        table.add_row(str(number), type_cell(message), created_cell(message), content_cell(message))
     console.print(table)
     console.print(f"{len(view)} message(s) would be sent to the model.", style="dim")
     after_summary = _print_summary(repository, conversation_id, in_view)
+    usage = UsageTotal()
     if not history:
+        for _, message in _stored(repository, conversation_id):
+            usage.add(message)
+        _print_usage(usage)
         return True
     table = message_table(f"Full history of {conversation_id!r}", marks=True)
     total = calls = 0
@@ -134,7 +145,10 @@ def show_conversation(
             and not isinstance(message, SystemMessage)
         ):
             mark = "Σ"
-        table.add_row(position, mark, type_cell(message), created_cell(message), describe(message))
+        usage.add(message)
+        table.add_row(
+            position, mark, type_cell(message), created_cell(message), content_cell(message)
+        )
     console.print(table)
     console.print(
         f"{total} stored message(s), {calls} tool call(s); {total - len(in_view)} not in the "
@@ -142,7 +156,14 @@ def show_conversation(
         + (" Σ: folded into the summary." if after_summary is not None else ""),
         style="dim",
     )
+    _print_usage(usage)
     return True
+
+
+def _print_usage(usage: UsageTotal) -> None:
+    line = usage.line()
+    if line is not None:
+        console.print(line, markup=False)
 
 
 def _print_summary(

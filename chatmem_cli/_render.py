@@ -12,13 +12,17 @@ from chatmem import (
     AssistantMessage,
     ConversationSummary,
     Message,
+    ReasoningPart,
     SystemMessage,
+    TokenUsage,
     ToolResponseMessage,
     UserMessage,
 )
 
 __all__ = [
     "STYLES",
+    "UsageTotal",
+    "content_cell",
     "created_cell",
     "describe",
     "message_table",
@@ -58,6 +62,11 @@ def describe(message: Message, width: int = 90) -> str:
             f"{r.name}#{r.id} -> {shorten(r.response_data, width)}" for r in message.responses
         )
     parts = [shorten(message.text, width)] if message.text else []
+    if isinstance(message, AssistantMessage) and (message.reasoning or message.provider_items):
+        # What the model thought comes first, as it came before the answer.
+        parts[:0] = [_reasoning(part, width) for part in message.reasoning] + [
+            f"({item.provider} {item.type} item)" for item in message.provider_items
+        ]
     if isinstance(message, AssistantMessage) and message.tool_calls:
         parts += [f"call {c.name}#{c.id}({shorten(c.arguments, 40)})" for c in message.tool_calls]
     if isinstance(message, UserMessage | AssistantMessage) and message.media:
@@ -65,6 +74,68 @@ def describe(message: Message, width: int = 90) -> str:
     if isinstance(message, SystemMessage):
         parts = [shorten(message.text, width)]
     return " | ".join(parts)
+
+
+def _reasoning(part: ReasoningPart, width: int) -> str:
+    """A reasoning part, marked as one, its text cut to half the width."""
+    mark = ", ".join(
+        word for word in ("reasoning", part.provider, "redacted" if part.redacted else "") if word
+    )
+    return f"({mark}) {shorten(part.text, max(width // 2, 10))}" if part.text else f"({mark})"
+
+
+def content_cell(message: Message, width: int = 90) -> Text:
+    r"""Return :func:`describe` as plain text, never read as markup.
+
+    Control characters other than newline and tab are shown as ``\xNN`` escapes.
+
+    Args:
+        message: Any message.
+        width: The most characters per part.
+    """
+    return Text(_CONTROL.sub(_escaped, describe(message, width)))
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+class UsageTotal:
+    """The token usage of a conversation's answers, summed."""
+
+    def __init__(self) -> None:
+        self.answers = 0
+        """How many messages reported usage."""
+        self.total = TokenUsage()
+        """The sum of their usage."""
+
+    def add(self, message: Message) -> None:
+        """Add a message's usage, if it reports one.
+
+        Args:
+            message: Any message.
+        """
+        usage = getattr(message, "usage", None)
+        if usage is None:
+            return
+        self.answers += 1
+        self.total = TokenUsage(
+            **{
+                name: getattr(self.total, name) + getattr(usage, name)
+                for name in TokenUsage.model_fields
+            }
+        )
+
+    def line(self) -> str | None:
+        """Return the sum on one line, or ``None`` when no message reported usage."""
+        if not self.answers:
+            return None
+        t = self.total
+        return (
+            f"Token usage of {self.answers} answer(s): {t.input_tokens} input "
+            f"({t.cache_read_tokens} cache read, {t.cache_write_tokens} cache write), "
+            f"{t.output_tokens} output ({t.reasoning_tokens} reasoning)."
+        )
 
 
 def message_table(title: str, *, first: str = "pos", marks: bool = False) -> Table:
@@ -113,7 +184,7 @@ def summary_panel(summary: ConversationSummary, title: str) -> Panel:
         summary: The stored summary.
         title: The box's title.
     """
-    visible = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", summary.text)
+    visible = _CONTROL.sub(_escaped, summary.text)
     body = Text(visible) if visible else Text("(empty)", style="dim")
     return Panel(
         body,

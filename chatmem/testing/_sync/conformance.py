@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -71,9 +71,9 @@ def _texts(messages: list[Message]) -> list[str]:
     return [getattr(m, "text", "") for m in messages]
 
 
-def _assert_exact(read: list[Message], written: list[Message]) -> None:
+def _assert_exact(read: Sequence[Message], written: Sequence[Message]) -> None:
     """Equal messages that encode to the same text: nothing added, dropped or reordered."""
-    assert read == written
+    assert list(read) == list(written)
     assert [encode_message(m) for m in read] == [encode_message(m) for m in written]
 
 
