@@ -9,7 +9,11 @@ the user message and the answer. This benchmark times exactly those pieces, per 
   decodes them one at a time, as in ``decode``);
 - ``encode``: ``encode_message`` of a user message and an answer;
 - ``construct``: ``UserMessage(text)`` plus ``AssistantMessage(text)``;
-- ``uuid7``: one message id.
+- ``uuid7``: one message id;
+- ``decode +r``, ``encode +r``, ``construct +r``: the same for one answer of a reasoning model
+  (a thinking part with a signature, and token usage), for an implementation that has them.
+  ``decode +r`` decodes without the cache of records read before, as the first read of a
+  record does.
 
 The earlier implementation is ``chatmem/messages.py`` and ``chatmem/_uuid7.py`` as they were
 at ``--before`` (a git revision), loaded from ``git show`` into a temporary package. Both run
@@ -105,7 +109,33 @@ def cases(module: ModuleType, chars: int) -> dict[str, tuple[Callable[[], object
     else:
         out["decode many"] = (decode_window, WINDOW)
     assert [decode(r) for r in stored] == window
+    if hasattr(module, "ReasoningPart"):
+        out.update(reasoning_cases(module, text))
     return out
+
+
+def reasoning_cases(module: ModuleType, text: str) -> dict[str, tuple[Callable[[], object], int]]:
+    """The same for an answer of a reasoning model: a thinking part with a signature, usage.
+
+    Only an implementation with reasoning parts has these cases.
+    """
+
+    def answer() -> Any:
+        part = module.ReasoningPart(
+            text=text, signature="EqQB" + "x" * 396, provider="anthropic", model="claude"
+        )
+        usage = module.TokenUsage(input_tokens=1200, output_tokens=300, cache_read_tokens=1024)
+        return module.AssistantMessage(text, reasoning=[part], usage=usage)
+
+    message = answer()
+    record = module.encode_message(message)
+    decode_uncached = module._decode_fast
+    assert decode_uncached(record) == message
+    return {
+        "decode +r": (lambda: decode_uncached(record), 1),
+        "encode +r": (lambda: module.encode_message(message), 1),
+        "construct +r": (answer, 1),
+    }
 
 
 def measure(

@@ -318,11 +318,12 @@ class _BaseMessage(_Frozen):
             if fields[name]:
                 walk = True
         if not walk:
-            try:
-                for name in self._text_fields:
-                    fields[name].encode("utf-8")
-            except UnicodeEncodeError:
-                pass  # the walk below names the text
+            for name in self._text_fields:
+                text = fields[name]
+                # ASCII text (a flag CPython keeps, read in constant time) holds no surrogate;
+                # only other text is encoded to look for one.
+                if not text.isascii() and not _is_encodable(text):
+                    break  # the walk below names the text
             else:
                 return self
         strings = list(_strings(self))  # tool calls, media or metadata: walk them all
@@ -537,6 +538,11 @@ def _stored_validator() -> SchemaValidator | None:
 _STORED = _stored_validator()
 _STORED_ONE = _STORED if _STORED is not None else _MESSAGE_ADAPTER.validator
 
+# Each message class's own JSON serializer, found by one dictionary lookup per message.
+_TO_JSON: dict[type, Callable[[Any], bytes]] = {
+    cls: cls.__pydantic_serializer__.to_json for cls in _MESSAGE_CLASSES
+}
+
 
 def encode_message(message: Message) -> str:
     """Encode a message as versioned JSON text.
@@ -552,10 +558,8 @@ def encode_message(message: Message) -> str:
     """
     # pydantic-core writes compact JSON with non-ASCII kept as UTF-8; the version goes last.
     # A message of one of the four types goes straight to its own serializer.
-    if message.__class__ in _MESSAGE_CLASSES:
-        encoded = message.__pydantic_serializer__.to_json(message)
-    else:
-        encoded = _MESSAGE_ADAPTER.dump_json(message)
+    to_json = _TO_JSON.get(message.__class__)
+    encoded = to_json(message) if to_json is not None else _MESSAGE_ADAPTER.dump_json(message)
     return encoded[:-1].decode() + _VERSION_SUFFIX
 
 

@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 
 from chatmem import (
     AssistantMessage,
+    ProviderItem,
+    ReasoningPart,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -84,6 +86,13 @@ def test_deeply_nested_stored_record_is_a_decode_error(tmp_path: Path) -> None:
         ),
         lambda: UserMessage("x", metadata={"k\ud800": 1, "j\ud801": 2}),
         lambda: UserMessage("x", metadata={"k": [{"deep": "\udfff"}]}),
+        lambda: AssistantMessage("ü\ud800"),
+        lambda: AssistantMessage(reasoning=[ReasoningPart(text="\ud800")]),
+        lambda: AssistantMessage(reasoning=[ReasoningPart(signature="s\udc00")]),
+        lambda: AssistantMessage(reasoning=[ReasoningPart(details={"k": ["\ud800"]})]),
+        lambda: AssistantMessage(
+            provider_items=[ProviderItem(provider="openai", type="t", data={"\udc00": 1})]
+        ),
     ],
 )  # fmt: skip
 def test_lone_surrogates_are_refused_when_the_message_is_built(build: Any) -> None:

@@ -18,6 +18,7 @@ from chatmem import (
     MessageDecodeError,
     StoredMessage,
     SystemMessage,
+    TokenUsage,
     ToolCall,
     UserMessage,
     _uuid7,
@@ -27,7 +28,7 @@ from chatmem import (
 )
 from chatmem.exceptions import ChatModelHTTPError, RepositoryConnectionError
 from chatmem.messages import CODEC_VERSION, decode_messages, searchable_text
-from chatmem.testing import every_kind_of_message
+from chatmem.testing import every_kind_of_message, reasoning_turns
 from tests.interop_strategies import conversations
 
 
@@ -369,3 +370,20 @@ def test_long_records_are_decoded_every_time_and_not_remembered() -> None:
         decode_message(encode_message(UserMessage(f"message {index}")))
     remembered = messages._decode_remembered.cache_info()
     assert before <= remembered.currsize == remembered.maxsize == messages._REMEMBERED_RECORDS
+
+
+def test_every_message_encodes_as_its_class_serializes_it() -> None:
+    # encode_message looks the serializer up by class; the text is the model's own JSON.
+    for message in [*every_kind_of_message(), *reasoning_turns()]:
+        own = message.__pydantic_serializer__.to_json(message).decode()
+        assert encode_message(message) == own[:-1] + f',"v":{CODEC_VERSION}}}'
+
+
+def test_a_message_subclass_encodes_as_its_base_message() -> None:
+    class Answer(AssistantMessage):
+        pass
+
+    answer = Answer("hello", usage=TokenUsage(output_tokens=2))
+    assert decode_message(encode_message(answer)) == AssistantMessage(
+        "hello", id=answer.id, created_at=answer.created_at, usage=TokenUsage(output_tokens=2)
+    )
