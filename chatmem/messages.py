@@ -458,7 +458,9 @@ Message: TypeAlias = Annotated[
 """Any chat message; ``type`` tells which."""
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-_MESSAGE_CLASSES = frozenset({SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage})
+_MESSAGE_CLASSES: frozenset[type[_BaseMessage]] = frozenset(
+    {SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage}
+)
 _VERSION_SUFFIX = f',"v":{CODEC_VERSION}}}'
 _VERSION_SUFFIX_BYTES = _VERSION_SUFFIX.encode()
 _SUFFIX_LENGTH = len(_VERSION_SUFFIX)
