@@ -15,6 +15,9 @@ exercise it directly. The rules, in order:
    the assistant message that made its call, in the run of tool messages right after it
    (matched by call id, not by position); a tool call without all of its responses is dropped
    unless its assistant message is the last message (a turn in progress).
+
+An assistant message is always kept or left whole with its reasoning parts and provider items;
+when the repair drops calls from it, they stay in their order (see ``ReasoningPart.index``).
 """
 
 from __future__ import annotations
