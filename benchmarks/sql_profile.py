@@ -55,7 +55,11 @@ _RULES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("codec", ("/sql/_codec", "json"), ("encode_message", "decode_message", "searchable_text")),
     ("codec", (), ("_encodable", "dump_json", "validate_json", "to_json", "dumps", "loads")),
     ("messages", ("chatmem/messages", "pydantic"), ()),
-    ("statements", ("/sql/_plans", "/sql/_statements", "sqlalchemy/sql"), ()),
+    (
+        "statements",
+        ("/sql/_sync/plans", "/sql/_async/plans", "/sql/_statements", "sqlalchemy/sql"),
+        (),
+    ),
     ("statements", ("sqlalchemy/dialects", "sqlalchemy/util"), ()),
     ("sqlalchemy engine", ("sqlalchemy", "/sql/_sync/runner", "/sql/_async/runner"), ()),
     ("sqlalchemy engine", ("_deadline", "greenlet"), ()),

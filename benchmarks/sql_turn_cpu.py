@@ -126,7 +126,7 @@ def _chatmem_sql(url: str, repository: Any, cid: str) -> tuple[Any, Callable[[],
 
     from chatmem_repositories.sql._codec import Batch
     from chatmem_repositories.sql._compiled import compile_for_driver
-    from chatmem_repositories.sql._plans.postgresql import _params
+    from chatmem_repositories.sql._sync.plans.postgresql import _params
 
     plan, dialect = repository._plan, repository._engine.dialect
     read_sql = compile_for_driver(plan.reads.window_and_system(), dialect)

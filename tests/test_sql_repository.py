@@ -41,8 +41,8 @@ from chatmem_repositories.sql import (
 )
 from chatmem_repositories.sql._drivers import engine_arguments
 from chatmem_repositories.sql._errors import is_retryable
-from chatmem_repositories.sql._plans import Plan
-from chatmem_repositories.sql._plans.mysql import SCRIPT_LIMIT
+from chatmem_repositories.sql._sync.plans import Plan
+from chatmem_repositories.sql._sync.plans.mysql import SCRIPT_LIMIT
 from chatmem_repositories.sql._types import NUL_STAND_IN
 from tests.conftest import server_url
 
@@ -771,7 +771,7 @@ def test_generic_reservation_path_used_by_sql_server_and_oracle(
 ) -> None:
     # SQL Server and Oracle take the portable plan (UPDATE, else INSERT in a savepoint, then
     # a locked SELECT; ids checked before inserting). Run it here on real databases.
-    repository._plan = Plan(repository._tables, repository._engine.dialect)
+    repository._plan = Plan(repository._tables, repository._engine.dialect, repository._runner)
     first = SystemMessage("first")
     stored = repository.append(cid, [first, UserMessage("u0")])
     assert [s.position for s in stored] == [1, 2]

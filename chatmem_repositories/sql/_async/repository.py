@@ -1,15 +1,16 @@
 """The SQL repository on SQLAlchemy Core: SQLite, PostgreSQL, MySQL/MariaDB and more.
 
-The repository checks arguments and has its dialect's plan
-(:mod:`chatmem_repositories.sql._plans`) write each operation as a program, which its runner
-executes on the engine (:mod:`~chatmem_repositories.sql._async.runner`). Every SQL decision
-is in the plan; all the I/O is in the runner.
+The repository checks arguments and runs each operation of its dialect's plan
+(:mod:`chatmem_repositories.sql._async.plans`) through its runner
+(:mod:`~chatmem_repositories.sql._async.runner`). Every SQL decision is in the plan; all the
+I/O is in the runner.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Literal
 
 from chatmem.backend import (
@@ -28,6 +29,7 @@ from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
 from chatmem_repositories._options import redact_url
+from chatmem_repositories.sql._async.plans import plan_for
 from chatmem_repositories.sql._async.runner import AsyncRunner
 from chatmem_repositories.sql._async.summaries import AsyncSummaries
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, as_position, to_stored
@@ -38,7 +40,6 @@ from chatmem_repositories.sql._drivers import (
     prepare_owned_engine,
 )
 from chatmem_repositories.sql._options import SqlOptions, parse_sql_url
-from chatmem_repositories.sql._plans import plan_for
 from chatmem_repositories.sql._schema import build_tables, schema_ddl
 
 __all__ = ["AsyncSqlChatMemoryRepository"]
@@ -92,11 +93,11 @@ class AsyncSqlChatMemoryRepository:
         self._now = check_clock(clock)
         self._backend = engine.dialect.name
         self._tables = build_tables(options.table_prefix, self._backend)
-        self._plan = plan_for(self._tables, engine.dialect)
         create = options.initialize_schema == "always" or (
             options.initialize_schema == "embedded" and self._backend == "sqlite"
         )
         self._runner = AsyncRunner(engine, self._tables.metadata, create_schema=create)
+        self._plan = plan_for(self._tables, engine.dialect, self._runner)
         self._summaries = AsyncSummaries(self._runner, self._tables, self._backend)
 
     @classmethod
@@ -193,7 +194,7 @@ class AsyncSqlChatMemoryRepository:
         Raises:
             RepositoryError: If the server cannot be reached (a subclass says why).
         """
-        return await self._runner.perform(self._plan.server_version(), schema=False)
+        return await self._runner.perform(self._plan.server_version, schema=False)
 
     def __repr__(self) -> str:
         # SQLAlchemy hides the user-info password only; libpq also takes ?password=.
@@ -214,7 +215,9 @@ class AsyncSqlChatMemoryRepository:
     async def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
         """Return a conversation's whole history in order, or ``[]``."""
         validate_conversation_id(conversation_id)
-        return await self._runner.perform(self._plan.everything(conversation_id, self._now()))
+        return await self._runner.perform(
+            partial(self._plan.everything, conversation_id, self._now())
+        )
 
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages in one transaction; positions keep increasing.
@@ -224,16 +227,21 @@ class AsyncSqlChatMemoryRepository:
         """
         validate_conversation_id(conversation_id)
         batch, now = Batch(messages), self._now()
-        program = self._plan.save_all(conversation_id, batch, now, self._expiry(now))
         if not len(batch):
-            program = self._summaries.deleting(program, conversation_id)
-        await self._runner.perform(program)
+            await self._delete(conversation_id)
+            return
+        await self._runner.perform(
+            partial(self._plan.save_all, conversation_id, batch, now, self._expiry(now))
+        )
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation, its messages and its summary; unknown ids are ignored."""
         validate_conversation_id(conversation_id)
-        program = self._summaries.deleting(self._plan.delete(conversation_id), conversation_id)
-        await self._runner.perform(program)
+        await self._delete(conversation_id)
+
+    async def _delete(self, conversation_id: str) -> None:
+        summary = self._summaries.deletion(conversation_id)
+        await self._runner.perform(partial(self._plan.delete, conversation_id, summary))
 
     # -- log capabilities -----------------------------------------------------------------------
 
@@ -247,7 +255,7 @@ class AsyncSqlChatMemoryRepository:
             return []
         now = self._now()
         return await self._runner.perform(
-            self._plan.append(conversation_id, batch, now, self._expiry(now))
+            partial(self._plan.append, conversation_id, batch, now, self._expiry(now))
         )
 
     async def find_recent(
@@ -260,7 +268,7 @@ class AsyncSqlChatMemoryRepository:
         if limit == 0:
             return []
         return await self._runner.perform(
-            self._plan.recent(conversation_id, limit, end, self._now())
+            partial(self._plan.recent, conversation_id, limit, end, self._now())
         )
 
     async def find_window(
@@ -271,7 +279,9 @@ class AsyncSqlChatMemoryRepository:
         validate_conversation_id(conversation_id)
         if limit == 0:
             return await self.find_system_message(conversation_id), []
-        return await self._runner.perform(self._plan.window(conversation_id, limit, self._now()))
+        return await self._runner.perform(
+            partial(self._plan.window, conversation_id, limit, self._now())
+        )
 
     async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the current system message through the conversation's reference."""
@@ -282,7 +292,7 @@ class AsyncSqlChatMemoryRepository:
     async def count_messages(self, conversation_id: str) -> int:
         """Return how many messages the conversation holds (0 if none or expired)."""
         validate_conversation_id(conversation_id)
-        return await self._runner.perform(self._plan.count(conversation_id, self._now()))
+        return await self._runner.perform(partial(self._plan.count, conversation_id, self._now()))
 
     async def find_latest(
         self, conversation_id: str, message_type: MessageType
@@ -321,7 +331,7 @@ class AsyncSqlChatMemoryRepository:
         if since is None and until is None and types is None and text is None:
             # The page every copy and export reads: a statement compiled once.
             return await self._runner.perform(
-                self._plan.page(conversation_id, start, limit, self._now())
+                partial(self._plan.page, conversation_id, start, limit, self._now())
             )
         statement = self._plan.reads.history(
             conversation_id,
@@ -340,7 +350,7 @@ class AsyncSqlChatMemoryRepository:
         validate_conversation_id(conversation_id)
         end = as_position(position)
         return await self._runner.perform(
-            self._plan.delete_before(conversation_id, end, self._now())
+            partial(self._plan.delete_before, conversation_id, end, self._now())
         )
 
     async def purge_expired(self) -> int:
@@ -350,7 +360,7 @@ class AsyncSqlChatMemoryRepository:
         transaction, in the lock order of every other write. Then the summaries of
         conversations that are gone or started a new life are deleted, one per transaction.
         """
-        purged = await self._runner.perform(self._plan.purge(self._now()))
+        purged = await self._runner.perform(partial(self._plan.purge, self._now()))
         await self._summaries.delete_stale()
         return purged
 

@@ -1,21 +1,21 @@
-"""Runs a plan's programs on an engine: the SQL repository's only I/O.
+"""Runs a plan's statements on an engine: the SQL repository's only I/O.
 
-Steps in autocommit run on their own connection (a read, or PostgreSQL's one-statement
-append); a transaction runs its body's statements on one connection and commits. The steps
+A statement in autocommit runs on its own connection (a read, or PostgreSQL's one-statement
+append); a transaction runs its body's statements on one connection and commits. The statements
 of a turn (statements built once, with parameters) are compiled once into SQL text and run
 on the pooled driver connection (reads and PostgreSQL's append on psycopg, SQLite and the
 MySQL drivers; the statements of a transaction on SQLite and the sync MySQL drivers):
 SQLAlchemy's execution of them cost more than the database's work. Such a statement keeps
 everything the engine gives the others: the pool, the deadline on its answer, errors wrapped as
 SQLAlchemy's (so they are retried and mapped alike), a dropped connection discarded. A
-deadlock, a serialization failure or a pooled connection the server dropped runs the step
+deadlock, a serialization failure or a pooled connection the server dropped runs the statement
 again from its start; anything else is mapped to chatmem's errors, with the outcome of a
 write that may have been applied reported as unknown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from functools import partial
@@ -51,18 +51,8 @@ from chatmem_repositories.sql._drivers import (
     sends_statement_lists,
 )
 from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_error
-from chatmem_repositories.sql._plans.steps import (
-    Body,
-    Execute,
-    InsertOrConflict,
-    Program,
-    Reply,
-    Script,
-    Send,
-    Transaction,
-)
 
-__all__ = ["AsyncRunner"]
+__all__ = ["AsyncRunner", "AsyncTransaction"]
 
 T = TypeVar("T")
 
@@ -123,8 +113,150 @@ def _refused_by_server(exc: Exception) -> bool:
     return isinstance(code, int) and not 2000 <= code < 3000
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a statement of a transaction answered.
+
+    Attributes:
+        rows: The rows it returned (none for a statement without ``RETURNING``).
+        rowcount: The rows it changed, as the driver reports it.
+        lastrowid: The driver's ``lastrowid`` (MySQL: the value of ``LAST_INSERT_ID()``
+            the statement set), or ``None``.
+    """
+
+    rows: list[Any]
+    rowcount: int
+    lastrowid: int | None = None
+
+    def one(self) -> Any:
+        """Return the only row.
+
+        Raises:
+            LookupError: If there is not exactly one row.
+        """
+        if len(self.rows) != 1:
+            raise LookupError(f"expected one row, got {len(self.rows)}")
+        return self.rows[0]
+
+    def first(self) -> Any | None:
+        """Return the first row, or ``None``."""
+        return self.rows[0] if self.rows else None
+
+
+class AsyncTransaction:
+    """The open transaction a body runs its statements in, on SQLAlchemy's connection.
+
+    Args:
+        runner: The runner that opened it.
+        connection: Its connection.
+    """
+
+    def __init__(self, runner: AsyncRunner, connection: AsyncConnection) -> None:
+        self._runner = runner
+        self._connection = connection
+
+    async def execute(
+        self,
+        statement: Executable,
+        params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        lastrowid: bool = False,
+    ) -> Reply:
+        """Run one statement in the transaction.
+
+        Args:
+            statement: The statement.
+            params: Its bound parameters, if built with ``bindparam`` (a statement built
+                once); a list of them runs it as an executemany.
+            lastrowid: Answer with the driver's ``lastrowid`` too (MySQL/MariaDB).
+        """
+        return await self._runner._execute(self._connection, statement, params, lastrowid)
+
+    async def insert_or_conflict(self, statement: Executable) -> bool:
+        """Run an ``INSERT`` in a savepoint: ``False`` if a unique key refused it."""
+        try:
+            async with self._connection.begin_nested():
+                await self._connection.execute(statement)
+        except sa_exc.IntegrityError:
+            return False
+        return True
+
+    async def script(
+        self, statements: tuple[Executable, ...], params: Mapping[str, Any]
+    ) -> list[Reply]:
+        """Run statements in order as the last thing of the body; a :class:`Reply` each.
+
+        Where the connection sends statement lists (MySQL/MariaDB on an engine the
+        repository made, in a direct transaction), the statements and the transaction's
+        COMMIT go in one round trip; elsewhere they run one by one and the transaction
+        commits as usual. Either way they run on one connection, in order, so they may pass
+        values on in the session (MySQL user variables). A list stops at a failing
+        statement, before the COMMIT: the transaction is then rolled back as usual.
+
+        Args:
+            statements: The statements, each built once with bound parameters.
+            params: The parameters of all of them (a name two statements use has one value).
+        """
+        return [await self.execute(s, params, lastrowid=True) for s in statements]
+
+
+class AsyncDirectTransaction(AsyncTransaction):
+    """A direct transaction (see :meth:`AsyncRunner.transaction`): on the driver's connection.
+
+    Args:
+        runner: The runner that opened it.
+        driver: The pooled driver connection.
+        discard: Drops the connection when its state is unknown.
+        progress: How far its COMMIT got.
+    """
+
+    def __init__(
+        self,
+        runner: AsyncRunner,
+        driver: Any,
+        discard: Callable[[BaseException], Awaitable[None]],
+        progress: _Progress,
+    ) -> None:
+        self._runner = runner
+        self._driver = driver
+        self._discard = discard
+        self._progress = progress
+
+    async def execute(
+        self,
+        statement: Executable,
+        params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        lastrowid: bool = False,
+    ) -> Reply:
+        """Run one statement, compiled for the driver (see :meth:`AsyncTransaction.execute`)."""
+        runner = self._runner
+        sql = runner._in_transaction_sql(statement, params)
+        if sql is None:  # a statement built with its values: compiled for this use
+            sql = compile_with_values(statement, runner._engine.dialect)
+        if sql is None:
+            raise TypeError(f"a direct transaction cannot run {statement}")
+        return await runner._execute_direct(self._driver, sql, params, lastrowid, self._discard)
+
+    async def insert_or_conflict(self, statement: Executable) -> bool:
+        """Not in a direct transaction.
+
+        Raises:
+            TypeError: Always.
+        """
+        raise TypeError("a direct transaction runs statements only, not savepoints")
+
+    async def script(
+        self, statements: tuple[Executable, ...], params: Mapping[str, Any]
+    ) -> list[Reply]:
+        """Run the closing statements: with the COMMIT in one round trip where lists go."""
+        return await self._runner._run_script(
+            self._driver, statements, params, self._discard, self._progress
+        )
+
+
 class AsyncRunner:
-    """Runs programs (see :mod:`~chatmem_repositories.sql._plans.steps`) on one engine.
+    """Runs a plan's statements and transactions on one engine.
 
     Args:
         engine: The repository's engine.
@@ -152,7 +284,7 @@ class AsyncRunner:
         self._mysql_reads = dialect.driver in _DIRECT_READ_DRIVERS
         self._direct_reads = self._direct or self._mysql_reads
         # On an engine the repository made, MySQL/MariaDB connections send statement lists: a
-        # read sends its ROLLBACK in the same packet, and a Script its COMMIT.
+        # read sends its ROLLBACK in the same packet, and a script its COMMIT.
         self._statement_lists = self._mysql_reads and sends_statement_lists(engine)
         self._scripts: dict[int, tuple[tuple[Executable, ...], DriverList]] = {}
         self._ending: dict[int, DriverSql] = {}
@@ -199,15 +331,15 @@ class AsyncRunner:
         except _ERRORS as exc:
             raise map_error(exc, self._backend) from exc
 
-    async def perform(self, program: Program[T], *, schema: bool = True) -> T:
-        """Run a plan's program: each step on the engine, its answer sent back.
+    async def perform(self, operation: Callable[[], Awaitable[T]], *, schema: bool = True) -> T:
+        """Run an operation of the plan: its statements and transactions through this runner.
 
         Args:
-            program: The operation, from the repository's plan.
+            operation: The operation, from the repository's plan.
             schema: Make sure the tables exist first (not for ``server_version``).
 
         Returns:
-            What the program returned.
+            What the operation returned.
 
         Raises:
             RepositoryError: A driver error, mapped (a subclass says why).
@@ -216,47 +348,61 @@ class AsyncRunner:
             if schema:
                 await self.ensure_schema()
             if self._gate is None:
-                return await self._perform(program)
+                return await operation()
             async with self._gate:
-                return await self._perform(program)
+                return await operation()
         except Exception as exc:
             raise async_cancelled_or(exc)  # noqa: B904 (exc itself, or caused by it)
 
-    async def _perform(self, program: Program[T]) -> T:
-        answer: Any = None
-        while True:
-            try:
-                step = program.send(answer)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            if isinstance(step, Transaction):
-                if step.direct and self._direct_in_transaction:
-                    answer = await self._direct_transaction(step.body)
-                else:
-                    answer = await self._transaction(step.body)
-                continue
-            write = isinstance(step, Send)
-            direct = None if step.params is None else self._driver_sql(step.statement, write=write)
-            if direct is not None and step.params is not None:
-                answer = await self._direct_autocommit(direct, step.params, write=write)
-            else:
-                answer = await self._autocommit(step.statement, step.params, write=write)
-
     async def read(self, statement: Executable) -> list[Any]:
-        """Run one read statement in autocommit and return its rows.
+        """Run one read statement in autocommit, as an operation of its own; return its rows.
 
         Raises:
             RepositoryError: A driver error, mapped (a subclass says why).
         """
-        try:
-            await self.ensure_schema()
-            if self._gate is None:
-                return await self._autocommit(statement, None, write=False)
-            async with self._gate:
-                return await self._autocommit(statement, None, write=False)
-        except Exception as exc:
-            raise async_cancelled_or(exc)  # noqa: B904 (exc itself, or caused by it)
+        return await self.perform(partial(self._autocommit, statement, None, write=False))
+
+    async def query(
+        self, statement: Executable, params: Mapping[str, Any] | None = None
+    ) -> list[Any]:
+        """Run one read statement in autocommit (within an operation); return its rows.
+
+        Args:
+            statement: The statement.
+            params: Its bound parameters, if built with ``bindparam``.
+        """
+        direct = None if params is None else self._driver_sql(statement, write=False)
+        if direct is not None and params is not None:
+            return await self._direct_autocommit(direct, params, write=False)
+        return await self._autocommit(statement, params, write=False)
+
+    async def send(self, statement: Executable, params: Mapping[str, Any]) -> list[Any]:
+        """Run one write statement in autocommit (within an operation); return its rows.
+
+        A connection lost after it was sent leaves the write's outcome unknown.
+        """
+        direct = self._driver_sql(statement, write=True)
+        if direct is not None:
+            return await self._direct_autocommit(direct, params, write=True)
+        return await self._autocommit(statement, params, write=True)
+
+    async def transaction(
+        self, body: Callable[[AsyncTransaction], Awaitable[T]], *, direct: bool = False
+    ) -> T:
+        """Run ``body`` in a transaction (within an operation); return what it returned.
+
+        Args:
+            body: Runs the transaction's statements; called again for every attempt (a
+                deadlock or a dropped pooled connection runs the whole transaction again).
+            direct: The body runs only :meth:`AsyncTransaction.execute` and
+                :meth:`AsyncTransaction.script`, and reads only integers from the rows it
+                gets back, so the runner may run it on the driver's connection, its own
+                BEGIN and COMMIT included: the rows are then the driver's, not converted by
+                column type.
+        """
+        if direct and self._direct_in_transaction:
+            return await self._direct_transaction(body)
+        return await self._transaction(body)
 
     async def _autocommit(
         self, statement: Executable, params: Mapping[str, Any] | None, *, write: bool
@@ -405,7 +551,7 @@ class AsyncRunner:
             dialect=self._engine.dialect,
         )
 
-    async def _transaction(self, body: Callable[[], Body[T]]) -> T:
+    async def _transaction(self, body: Callable[[AsyncTransaction], Awaitable[T]]) -> T:
         """Run a transaction's body, again from the start on a retryable failure."""
         attempt = 0
         # Only a failure while committing leaves the outcome unknown: before the COMMIT is
@@ -416,7 +562,7 @@ class AsyncRunner:
             committing = False
             try:
                 async with self._engine.begin() as connection:
-                    result = await self._run_body(connection, body())
+                    result = await body(AsyncTransaction(self, connection))
                     committing = True
                 return result
             except _ERRORS as exc:
@@ -424,59 +570,43 @@ class AsyncRunner:
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
-    async def _run_body(self, connection: AsyncConnection, body: Body[T]) -> T:
-        answer: Any = None
-        while True:
-            try:
-                step = body.send(answer)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            if isinstance(step, InsertOrConflict):
-                try:
-                    async with connection.begin_nested():
-                        await connection.execute(step.statement)
-                    answer = True
-                except sa_exc.IntegrityError:
-                    answer = False
-            elif isinstance(step, Script):  # one statement at a time; the COMMIT follows
-                answer = [
-                    await self._execute(connection, Execute(statement, step.params, lastrowid=True))
-                    for statement in step.statements
-                ]
-            else:
-                answer = await self._execute(connection, step)
-
-    async def _execute(self, connection: AsyncConnection, step: Execute) -> Reply:
+    async def _execute(
+        self,
+        connection: AsyncConnection,
+        statement: Executable,
+        params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+        lastrowid: bool,
+    ) -> Reply:
         """Run one statement of a transaction on SQLAlchemy's connection (or its driver's)."""
-        if (direct := self._in_transaction_sql(step)) is not None:
+        if (direct := self._in_transaction_sql(statement, params)) is not None:
             driver = await async_driver_connection(connection)
-            return await self._execute_direct(driver, direct, step, connection.invalidate)
-        executed = await connection.execute(step.statement, step.params)
+            return await self._execute_direct(
+                driver, direct, params, lastrowid, connection.invalidate
+            )
+        executed = await connection.execute(statement, params)
         rows = list(executed.all()) if executed.returns_rows else []
-        lastrowid = executed.lastrowid if step.lastrowid else None
-        return Reply(rows, executed.rowcount, lastrowid)
+        return Reply(rows, executed.rowcount, executed.lastrowid if lastrowid else None)
 
-    def _in_transaction_sql(self, step: Execute) -> DriverSql | None:
-        """The step's SQL for the driver, if a transaction runs it there (see __init__)."""
-        if not self._direct_in_transaction or step.params is None:
+    def _in_transaction_sql(self, statement: Executable, params: Any) -> DriverSql | None:
+        """The statement's SQL for the driver, if a transaction runs it there (see __init__)."""
+        if not self._direct_in_transaction or params is None:
             return None
-        return self._compiled_sql(step.statement)
+        return self._compiled_sql(statement)
 
     async def _execute_direct(
         self,
         driver: Any,
         sql: DriverSql,
-        step: Execute,
+        params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+        lastrowid: bool,
         discard: Callable[[BaseException], Awaitable[None]],
     ) -> Reply:
-        """Run a compiled step on a transaction's driver connection, under the deadline.
+        """Run a compiled statement on a transaction's driver connection, under the deadline.
 
         A list of parameters runs it as an executemany. Driver errors are raised as
         SQLAlchemy wraps them, so the transaction retries and maps them alike; ``discard``
         drops the connection when its state is unknown.
         """
-        params = step.params
         deadline = self._arm(driver)
         try:
             if params is None or isinstance(params, Mapping):
@@ -486,8 +616,8 @@ class AsyncRunner:
                 answer = await async_execute(driver, sql.text, rows, many=True)
             if deadline is not None:
                 deadline.cancel()
-            rows, rowcount, lastrowid = answer
-            return Reply(rows, rowcount, lastrowid if step.lastrowid else None)
+            rows, rowcount, last = answer
+            return Reply(rows, rowcount, last if lastrowid else None)
         except self._dbapi_error as exc:
             if deadline is not None and _cancelled_expired(deadline):
                 # The deadline shut the socket: the transaction is gone with the connection.
@@ -514,8 +644,8 @@ class AsyncRunner:
         if not self._in_process:
             await discard(exc)
 
-    async def _direct_transaction(self, body: Callable[[], Body[T]]) -> T:
-        """Run a direct transaction (see ``Transaction``) on a pooled driver connection.
+    async def _direct_transaction(self, body: Callable[[AsyncTransaction], Awaitable[T]]) -> T:
+        """Run a direct transaction (see :meth:`transaction`) on a pooled driver connection.
 
         Spares SQLAlchemy's connection and transaction objects (and, async, their hops
         into a greenlet): the driver begins the transaction with the first statement, and
@@ -533,7 +663,7 @@ class AsyncRunner:
                     discard = partial(async_invalidate, connection)
                     progress = _Progress()
                     try:
-                        result = await self._run_direct_body(driver, body(), discard, progress)
+                        result = await body(AsyncDirectTransaction(self, driver, discard, progress))
                         committing = True
                         if not progress.committed:
                             await self._end_direct(driver, discard, commit=True)
@@ -553,49 +683,22 @@ class AsyncRunner:
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
-    async def _run_direct_body(
-        self,
-        driver: Any,
-        body: Body[T],
-        discard: Callable[[BaseException], Awaitable[None]],
-        progress: _Progress,
-    ) -> T:
-        answer: Any = None
-        while True:
-            try:
-                step = body.send(answer)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            if isinstance(step, Script):
-                answer = await self._run_script(driver, step, discard, progress)
-                continue
-            if not isinstance(step, Execute):
-                raise TypeError(f"a direct transaction runs statements only, not {step!r}")
-            sql = self._in_transaction_sql(step)
-            if sql is None:  # a statement built with its values: compiled for this use
-                sql = compile_with_values(step.statement, self._engine.dialect)
-            if sql is None:
-                raise TypeError(f"a direct transaction cannot run {step.statement}")
-            answer = await self._execute_direct(driver, sql, step, discard)
-
     async def _run_script(
         self,
         driver: Any,
-        step: Script,
+        statements: tuple[Executable, ...],
+        params: Mapping[str, Any],
         discard: Callable[[BaseException], Awaitable[None]],
         progress: _Progress,
     ) -> list[Reply]:
         """Run a body's closing script: with the COMMIT in one round trip where lists go."""
-        script = self._script(step.statements)
+        script = self._script(statements)
         if not self._statement_lists:
             return [
-                await self._execute_direct(
-                    driver, sql, Execute(statement, step.params, lastrowid=True), discard
-                )
-                for statement, sql in zip(step.statements, script.parts, strict=True)
+                await self._execute_direct(driver, sql, params, True, discard)
+                for sql in script.parts
             ]
-        bound = script.bind(step.params)
+        bound = script.bind(params)
         progress.committing = True  # until the server says which statement it refused
         deadline = self._arm(driver)
         try:

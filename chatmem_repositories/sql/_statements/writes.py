@@ -1,7 +1,7 @@
 """The write statements every dialect shares, as SQLAlchemy Core constructs (no I/O).
 
 The dialect-specific ones (upserts, ``RETURNING``, PostgreSQL's one-statement append) are
-built by the plans in :mod:`chatmem_repositories.sql._plans`.
+built by the plans in :mod:`chatmem_repositories.sql._async.plans`.
 """
 
 from __future__ import annotations

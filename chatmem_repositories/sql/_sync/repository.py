@@ -2,16 +2,17 @@
 # Source: chatmem_repositories/sql/_async/repository.py
 """The SQL repository on SQLAlchemy Core: SQLite, PostgreSQL, MySQL/MariaDB and more.
 
-The repository checks arguments and has its dialect's plan
-(:mod:`chatmem_repositories.sql._plans`) write each operation as a program, which its runner
-executes on the engine (:mod:`~chatmem_repositories.sql._sync.runner`). Every SQL decision
-is in the plan; all the I/O is in the runner.
+The repository checks arguments and runs each operation of its dialect's plan
+(:mod:`chatmem_repositories.sql._sync.plans`) through its runner
+(:mod:`~chatmem_repositories.sql._sync.runner`). Every SQL decision is in the plan; all the
+I/O is in the runner.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Literal
 
 from chatmem.backend import (
@@ -38,8 +39,8 @@ from chatmem_repositories.sql._drivers import (
     prepare_owned_engine,
 )
 from chatmem_repositories.sql._options import SqlOptions, parse_sql_url
-from chatmem_repositories.sql._plans import plan_for
 from chatmem_repositories.sql._schema import build_tables, schema_ddl
+from chatmem_repositories.sql._sync.plans import plan_for
 from chatmem_repositories.sql._sync.runner import Runner
 from chatmem_repositories.sql._sync.summaries import Summaries
 
@@ -94,11 +95,11 @@ class SqlChatMemoryRepository:
         self._now = check_clock(clock)
         self._backend = engine.dialect.name
         self._tables = build_tables(options.table_prefix, self._backend)
-        self._plan = plan_for(self._tables, engine.dialect)
         create = options.initialize_schema == "always" or (
             options.initialize_schema == "embedded" and self._backend == "sqlite"
         )
         self._runner = Runner(engine, self._tables.metadata, create_schema=create)
+        self._plan = plan_for(self._tables, engine.dialect, self._runner)
         self._summaries = Summaries(self._runner, self._tables, self._backend)
 
     @classmethod
@@ -195,7 +196,7 @@ class SqlChatMemoryRepository:
         Raises:
             RepositoryError: If the server cannot be reached (a subclass says why).
         """
-        return self._runner.perform(self._plan.server_version(), schema=False)
+        return self._runner.perform(self._plan.server_version, schema=False)
 
     def __repr__(self) -> str:
         # SQLAlchemy hides the user-info password only; libpq also takes ?password=.
@@ -216,7 +217,7 @@ class SqlChatMemoryRepository:
     def find_by_conversation_id(self, conversation_id: str) -> list[Message]:
         """Return a conversation's whole history in order, or ``[]``."""
         validate_conversation_id(conversation_id)
-        return self._runner.perform(self._plan.everything(conversation_id, self._now()))
+        return self._runner.perform(partial(self._plan.everything, conversation_id, self._now()))
 
     def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages in one transaction; positions keep increasing.
@@ -226,16 +227,21 @@ class SqlChatMemoryRepository:
         """
         validate_conversation_id(conversation_id)
         batch, now = Batch(messages), self._now()
-        program = self._plan.save_all(conversation_id, batch, now, self._expiry(now))
         if not len(batch):
-            program = self._summaries.deleting(program, conversation_id)
-        self._runner.perform(program)
+            self._delete(conversation_id)
+            return
+        self._runner.perform(
+            partial(self._plan.save_all, conversation_id, batch, now, self._expiry(now))
+        )
 
     def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation, its messages and its summary; unknown ids are ignored."""
         validate_conversation_id(conversation_id)
-        program = self._summaries.deleting(self._plan.delete(conversation_id), conversation_id)
-        self._runner.perform(program)
+        self._delete(conversation_id)
+
+    def _delete(self, conversation_id: str) -> None:
+        summary = self._summaries.deletion(conversation_id)
+        self._runner.perform(partial(self._plan.delete, conversation_id, summary))
 
     # -- log capabilities -----------------------------------------------------------------------
 
@@ -247,7 +253,7 @@ class SqlChatMemoryRepository:
             return []
         now = self._now()
         return self._runner.perform(
-            self._plan.append(conversation_id, batch, now, self._expiry(now))
+            partial(self._plan.append, conversation_id, batch, now, self._expiry(now))
         )
 
     def find_recent(
@@ -259,7 +265,9 @@ class SqlChatMemoryRepository:
         end = None if before is None else as_position(before)
         if limit == 0:
             return []
-        return self._runner.perform(self._plan.recent(conversation_id, limit, end, self._now()))
+        return self._runner.perform(
+            partial(self._plan.recent, conversation_id, limit, end, self._now())
+        )
 
     def find_window(
         self, conversation_id: str, limit: int
@@ -269,7 +277,7 @@ class SqlChatMemoryRepository:
         validate_conversation_id(conversation_id)
         if limit == 0:
             return self.find_system_message(conversation_id), []
-        return self._runner.perform(self._plan.window(conversation_id, limit, self._now()))
+        return self._runner.perform(partial(self._plan.window, conversation_id, limit, self._now()))
 
     def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the current system message through the conversation's reference."""
@@ -280,7 +288,7 @@ class SqlChatMemoryRepository:
     def count_messages(self, conversation_id: str) -> int:
         """Return how many messages the conversation holds (0 if none or expired)."""
         validate_conversation_id(conversation_id)
-        return self._runner.perform(self._plan.count(conversation_id, self._now()))
+        return self._runner.perform(partial(self._plan.count, conversation_id, self._now()))
 
     def find_latest(self, conversation_id: str, message_type: MessageType) -> StoredMessage | None:
         """Return the newest message of one type, or ``None``."""
@@ -316,7 +324,9 @@ class SqlChatMemoryRepository:
         start = FIRST_POSITION - 1 if after is None else as_position(after)
         if since is None and until is None and types is None and text is None:
             # The page every copy and export reads: a statement compiled once.
-            return self._runner.perform(self._plan.page(conversation_id, start, limit, self._now()))
+            return self._runner.perform(
+                partial(self._plan.page, conversation_id, start, limit, self._now())
+            )
         statement = self._plan.reads.history(
             conversation_id,
             self._now(),
@@ -333,7 +343,9 @@ class SqlChatMemoryRepository:
         """Delete non-system messages positioned before ``position``; return how many."""
         validate_conversation_id(conversation_id)
         end = as_position(position)
-        return self._runner.perform(self._plan.delete_before(conversation_id, end, self._now()))
+        return self._runner.perform(
+            partial(self._plan.delete_before, conversation_id, end, self._now())
+        )
 
     def purge_expired(self) -> int:
         """Delete expired conversations; return how many were deleted.
@@ -342,7 +354,7 @@ class SqlChatMemoryRepository:
         transaction, in the lock order of every other write. Then the summaries of
         conversations that are gone or started a new life are deleted, one per transaction.
         """
-        purged = self._runner.perform(self._plan.purge(self._now()))
+        purged = self._runner.perform(partial(self._plan.purge, self._now()))
         self._summaries.delete_stale()
         return purged
 

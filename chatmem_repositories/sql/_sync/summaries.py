@@ -2,49 +2,32 @@
 # Source: chatmem_repositories/sql/_async/summaries.py
 """The SQL repository's summaries: reads, the version-checked write, and their deletion.
 
-Each operation is a program of steps (see :mod:`~chatmem_repositories.sql._plans.steps`),
-run by the repository's runner like every other operation, so it gets the same
-transactions, retries and error mapping. The statements and the reasoning behind them are
+Each operation runs through the repository's runner like every other operation, so it gets
+the same transactions, retries and error mapping. The statements and the reasoning behind them are
 in :mod:`chatmem_repositories.sql._statements.summaries`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+
+from sqlalchemy import Executable
 
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem.repository import ConversationSummary
-from chatmem_repositories.sql._plans.steps import (
-    Body,
-    Execute,
-    InsertOrConflict,
-    Program,
-    Query,
-    Transaction,
-)
 from chatmem_repositories.sql._schema import Tables
 from chatmem_repositories.sql._statements.summaries import (
     SummaryStatements,
     decode_summary_text,
     encode_summary_text,
 )
-from chatmem_repositories.sql._sync.runner import Runner
+from chatmem_repositories.sql._sync.runner import Runner, Transaction
 
 __all__ = ["Summaries"]
 
-T = TypeVar("T")
-
 STALE_BATCH = 500
 """Summaries of ended lives read per round of :meth:`Summaries.delete_stale`."""
-
-
-def _then(body: Callable[[], Body[T]], statement: Any) -> Body[T]:
-    result = yield from body()
-    yield Execute(statement)
-    return result
 
 
 class Summaries:
@@ -106,66 +89,43 @@ class Summaries:
                 f"expected_version must be an int from 0, got {expected_version!r}"
             )
         stored = encode_summary_text(text)
-        won: bool = self._runner.perform(
-            self._save(conversation_id, stored, covers, expected_version, now)
-        )
-        return won
+        body = partial(self._save, conversation_id, stored, covers, expected_version, now)
+        return self._runner.perform(partial(self._runner.transaction, body))
 
     def _save(
-        self, conversation_id: str, stored: str, covers: int, expected_version: int, now: datetime
-    ) -> Program[bool]:
-        body = partial(self._save_body, conversation_id, stored, covers, expected_version, now)
-        won: bool = yield Transaction(body)
-        return won
-
-    def _save_body(
-        self, conversation_id: str, stored: str, covers: int, expected_version: int, now: datetime
-    ) -> Body[bool]:
+        self,
+        conversation_id: str,
+        stored: str,
+        covers: int,
+        expected_version: int,
+        now: datetime,
+        tx: Transaction,
+    ) -> bool:
         statements = self._statements
         if self._sqlite:
-            yield Execute(statements.touch(conversation_id))
+            tx.execute(statements.touch(conversation_id))
         lock = statements.lock_life(conversation_id, for_update=not self._sqlite)
-        row = (yield Execute(lock)).first()
+        row = (tx.execute(lock)).first()
         if row is None or (row[2] is not None and row[2] <= now):
             return False  # no live conversation: its summary would outlive it
         life = (row[0], row[1])
         if expected_version == 0:
             insert = statements.insert_first(conversation_id, stored, covers, life, now)
-            if (yield InsertOrConflict(insert)):
+            if tx.insert_or_conflict(insert):
                 return True
             # A row exists: it counts as version 0 only if it is an earlier life's.
             stale = statements.replace_stale(conversation_id, stored, covers, life, now)
-            return bool((yield Execute(stale)).rowcount == 1)
+            return bool((tx.execute(stale)).rowcount == 1)
         advance = statements.advance(conversation_id, stored, covers, expected_version, life, now)
-        return bool((yield Execute(advance)).rowcount == 1)
+        return bool((tx.execute(advance)).rowcount == 1)
 
-    def deleting(self, program: Program[T], conversation_id: str) -> Program[T]:
-        """Return ``program`` (a plan's deletion of the conversation) deleting the summary too.
+    def deletion(self, conversation_id: str) -> Executable:
+        """The statement that deletes the conversation's summary.
 
-        The summary goes in the program's first transaction, after everything the plan does
-        there (so the conversation row is locked first, as by every write); a program with
-        no transaction is followed by a transaction of its own.
+        The plan runs it in its deletion of the conversation, after locking the
+        conversation row (as every write does).
         """
-        statement = self._statements.delete(conversation_id)
-        joined = False
-        answer: Any = None
-        while True:
-            try:
-                step = program.send(answer)
-            except StopIteration as done:
-                result: T = done.value
-                break
-            if isinstance(step, Transaction) and not joined:
-                step = Transaction(partial(_then, step.body, statement))
-                joined = True
-            answer = yield step
-        if not joined:
-            yield Transaction(partial(self._delete_body, statement))
-        return result
-
-    @staticmethod
-    def _delete_body(statement: Any) -> Body[None]:
-        yield Execute(statement)
+        return self._statements.delete(conversation_id)
 
     def delete_stale(self) -> int:
         """Delete the summaries of lives that ended (purged or deleted conversations).
@@ -176,24 +136,22 @@ class Summaries:
         Returns:
             How many were deleted.
         """
-        deleted: int = self._runner.perform(self._delete_stale())
-        return deleted
+        return self._runner.perform(self._delete_stale)
 
-    def _delete_stale(self) -> Program[int]:
+    def _delete_stale(self) -> int:
         total = 0
         while True:
-            rows = yield Query(self._statements.stale(STALE_BATCH))
+            rows = self._runner.query(self._statements.stale(STALE_BATCH))
             round_total = 0
             for conversation_id, created_at, first_position in rows:
                 statement = self._statements.delete_stale(
                     conversation_id, created_at, first_position
                 )
-                count: int = yield Transaction(partial(self._count_body, statement))
-                round_total += count
+                round_total += self._runner.transaction(partial(_count, statement))
             total += round_total
             if len(rows) < STALE_BATCH or not round_total:
                 return total
 
-    @staticmethod
-    def _count_body(statement: Any) -> Body[int]:
-        return int((yield Execute(statement)).rowcount)
+
+def _count(statement: Executable, tx: Transaction) -> int:
+    return int((tx.execute(statement)).rowcount)

@@ -35,29 +35,25 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.sql.elements import ColumnClause
 
 from chatmem.backend import StoredMessage
+from chatmem_repositories.sql._async.plans.base import PURGE_BATCH, AsyncPlan
+from chatmem_repositories.sql._async.runner import AsyncTransaction
 from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, id_text, stored_in
-from chatmem_repositories.sql._plans.base import PURGE_BATCH, Plan
-from chatmem_repositories.sql._plans.reservation import reservation_params, reservation_parts
-from chatmem_repositories.sql._plans.steps import (
-    Body,
-    Execute,
-    Program,
-    Query,
-    Script,
-    Transaction,
+from chatmem_repositories.sql._statements.reservation import (
+    reservation_params,
+    reservation_parts,
 )
 
-__all__ = ["MysqlPlan"]
+__all__ = ["SCRIPT_LIMIT", "AsyncMysqlPlan"]
 
 SCRIPT_LIMIT = 16
-"""Batches up to this size append by one statement list (see ``MysqlPlan._script``)."""
+"""Batches up to this size append by one statement list (see ``AsyncMysqlPlan._script``)."""
 
 # Session variables the append's statement list passes its reservation on in.
 _START: ColumnClause[Any] = literal_column("@chatmem_start")
 _REVIVED: ColumnClause[Any] = literal_column("@chatmem_revived")
 
 
-class MysqlPlan(Plan):
+class AsyncMysqlPlan(AsyncPlan):
     """Every operation on MySQL and MariaDB (InnoDB).
 
     An append of up to :data:`SCRIPT_LIMIT` messages is one statement list, its COMMIT
@@ -82,9 +78,9 @@ class MysqlPlan(Plan):
         is_mariadb = getattr(self.dialect, "is_mariadb", False)
         return "mariadb" if is_mariadb or self.dialect.name == "mariadb" else "mysql"
 
-    def server_version(self) -> Program[str]:
+    async def server_version(self) -> str:
         """``MariaDB 10.11.x`` or ``MySQL 8.x``."""
-        rows = yield Query(text("SELECT VERSION()"))
+        rows = await self.runner.query(text("SELECT VERSION()"))
         version = str(rows[0][0])
         if "mariadb" in version.lower():
             return f"MariaDB {version.split('-MariaDB')[0]}"
@@ -115,21 +111,23 @@ class MysqlPlan(Plan):
         # parameters or a rare repair, and the body reads only positions back.
         return len(batch) <= INSERT_CHUNK
 
-    def _append(
-        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
-    ) -> Body[list[StoredMessage]]:
+    async def _append(
+        self,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        expires_at: datetime | None,
+        tx: AsyncTransaction,
+    ) -> list[StoredMessage]:
         n = len(batch)
         if n <= SCRIPT_LIMIT:
-            stored: list[StoredMessage] = yield from self._append_by_script(
-                conversation_id, batch, now, expires_at
-            )
-            return stored
+            return await self._append_by_script(tx, conversation_id, batch, now, expires_at)
         if n > INSERT_CHUNK:
-            stored = yield from super()._append(conversation_id, batch, now, expires_at)
-            return stored
+            return await super()._append(conversation_id, batch, now, expires_at, tx)
         offset = batch.system_offset
         params = reservation_params(conversation_id, batch, now, expires_at)
-        reply = yield Execute(self._reserve_statement(offset is not None), params, lastrowid=True)
+        reserve = self._reserve_statement(offset is not None)
+        reply = await tx.execute(reserve, params, lastrowid=True)
         # LAST_INSERT_ID(2 * next_position + revived) when the row existed; 0 when the
         # statement inserted it (no auto-increment column, nothing set).
         encoded = int(reply.lastrowid or 0)
@@ -139,28 +137,33 @@ class MysqlPlan(Plan):
         m = self.tables.messages.c
         if encoded % 2:
             # This write revived an expired conversation: its old messages go (all of them).
-            yield Execute(self.writes.delete_messages(conversation_id))
+            await tx.execute(self.writes.delete_messages(conversation_id))
         if not encoded or encoded % 2:
             # A new life or a new conversation holds none of these ids: a plain INSERT.
-            yield Execute(self._insert_statement(ignore=False), rows)
+            await tx.execute(self._insert_statement(ignore=False), rows)
         else:
             # IGNORE skips the ids already stored (the unique key on the conversation and
             # message id); the positions are ours, reserved under the row lock.
-            if (yield Execute(self._insert_statement(ignore=True), rows)).rowcount != n:
+            if (await tx.execute(self._insert_statement(ignore=True), rows)).rowcount != n:
                 filled = select(m.position).where(
                     m.conversation_id == conversation_id,
                     m.position >= start,
                     m.position < start + n,
                 )
-                positions = {int(row[0]) for row in (yield Execute(filled)).rows}
+                positions = {int(row[0]) for row in (await tx.execute(filled)).rows}
         if offset is not None and start + offset not in positions:
             # The reserved system position went to a duplicate: point at the real one.
-            yield Execute(self.writes.fix_system(conversation_id))
+            await tx.execute(self.writes.fix_system(conversation_id))
         return stored_in(batch, start, positions)
 
-    def _append_by_script(
-        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
-    ) -> Body[list[StoredMessage]]:
+    async def _append_by_script(
+        self,
+        tx: AsyncTransaction,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        expires_at: datetime | None,
+    ) -> list[StoredMessage]:
         """Append a small batch by one statement list, its COMMIT included (one round trip).
 
         The same work as the statement-by-statement path, decided on the server: the
@@ -176,7 +179,7 @@ class MysqlPlan(Plan):
         for i, row in enumerate(batch.rows(conversation_id, FIRST_POSITION)):
             for column, value in row.items():
                 params[f"{column}_{i}"] = value
-        replies = yield Script(self._script(n, offset is not None), params)
+        replies = await tx.script(self._script(n, offset is not None), params)
         # The upsert's LAST_INSERT_ID: 2 * next_position + revived, 0 if it inserted the row.
         encoded = int(replies[0].lastrowid or 0)
         start = encoded // 2 - n if encoded else FIRST_POSITION
@@ -278,15 +281,16 @@ class MysqlPlan(Plan):
         self._reserve_statements[with_system] = statement
         return statement
 
-    def _lock_and_count(
+    async def _lock_and_count(
         self,
+        tx: AsyncTransaction,
         conversation_id: str,
         batch: Batch,
         now: datetime,
         expires_at: datetime | None,
         *,
         replace: bool,
-    ) -> Body[tuple[Any, set[str] | None]]:
+    ) -> tuple[Any, set[str] | None]:
         writes = self.writes
         row = writes.new_row(conversation_id, batch, now, expires_at)
         bump = writes.bump_values(batch, now, expires_at, replace=replace)
@@ -295,9 +299,9 @@ class MysqlPlan(Plan):
             .values(row)
             .on_duplicate_key_update([(col.name, value) for col, value in bump])
         )
-        yield Execute(upsert)
+        await tx.execute(upsert)
         ids = [message.id for message in batch.messages[:INSERT_CHUNK]]
-        rows = (yield Execute(self._counter_and_ids(conversation_id, ids))).rows
+        rows = (await tx.execute(self._counter_and_ids(conversation_id, ids))).rows
         counter = next(r for r in rows if r[0] is not None)
         existing = {id_text(r[2]) for r in rows if r[0] is None}
         # A big batch: the ids past the first chunk are looked up chunk by chunk.
@@ -328,7 +332,7 @@ class MysqlPlan(Plan):
         # next conversation's first row, which that conversation's writers wait for.
         return self.writes.delete_chat_before(conversation_id, end, scan=True)
 
-    def purge(self, now: datetime) -> Program[int]:
+    async def purge(self, now: datetime) -> int:
         """Delete expired conversations one per transaction, in every write's lock order.
 
         A purge that locked a batch of rows through the expiry index, or deleted by a list
@@ -341,14 +345,16 @@ class MysqlPlan(Plan):
         """
         total = 0
         while True:
-            rows = yield Query(self.writes.expired_ids(now, PURGE_BATCH, lock=False))
+            rows = await self.runner.query(self.writes.expired_ids(now, PURGE_BATCH, lock=False))
             for (conversation_id,) in rows:
-                total += yield Transaction(partial(self._purge_one, conversation_id, now))
+                total += await self.runner.transaction(
+                    partial(self._purge_one, conversation_id, now)
+                )
             if len(rows) < PURGE_BATCH:
                 return total
 
-    def _purge_one(self, conversation_id: str, now: datetime) -> Body[int]:
-        if not (yield Execute(self.writes.purge_one(conversation_id, now))).rowcount:
+    async def _purge_one(self, conversation_id: str, now: datetime, tx: AsyncTransaction) -> int:
+        if not (await tx.execute(self.writes.purge_one(conversation_id, now))).rowcount:
             return 0  # revived meanwhile, or purged by another caller
-        yield Execute(self.writes.delete_messages(conversation_id))
+        await tx.execute(self.writes.delete_messages(conversation_id))
         return 1

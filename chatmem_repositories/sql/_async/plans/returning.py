@@ -8,15 +8,18 @@ from typing import Any
 from sqlalchemy import Insert, Table, case
 
 from chatmem.backend import StoredMessage
+from chatmem_repositories.sql._async.plans.base import AsyncPlan
+from chatmem_repositories.sql._async.runner import AsyncTransaction
 from chatmem_repositories.sql._codec import INSERT_CHUNK, Batch, chunks, stored_in
-from chatmem_repositories.sql._plans.base import Plan
-from chatmem_repositories.sql._plans.reservation import reservation_params, reservation_parts
-from chatmem_repositories.sql._plans.steps import Body, Execute
+from chatmem_repositories.sql._statements.reservation import (
+    reservation_params,
+    reservation_parts,
+)
 
-__all__ = ["ReturningPlan"]
+__all__ = ["AsyncReturningPlan"]
 
 
-class ReturningPlan(Plan):
+class AsyncReturningPlan(AsyncPlan):
     """A plan for dialects with ``INSERT ... ON CONFLICT`` and ``RETURNING``.
 
     The reservation is one statement, ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING
@@ -39,26 +42,28 @@ class ReturningPlan(Plan):
         # parameters or a rare repair, and the body reads only positions back.
         return len(batch) <= INSERT_CHUNK
 
-    def _append(
-        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
-    ) -> Body[list[StoredMessage]]:
+    async def _append(
+        self,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        expires_at: datetime | None,
+        tx: AsyncTransaction,
+    ) -> list[StoredMessage]:
         n = len(batch)
         if n > INSERT_CHUNK:
-            stored: list[StoredMessage] = yield from super()._append(
-                conversation_id, batch, now, expires_at
-            )
-            return stored
+            return await super()._append(conversation_id, batch, now, expires_at, tx)
         offset = batch.system_offset
         params = reservation_params(conversation_id, batch, now, expires_at)
-        counter = (yield Execute(self._reserve_statement(offset is not None), params)).one()
+        counter = (await tx.execute(self._reserve_statement(offset is not None), params)).one()
         start = int(counter[0]) - n
         if int(counter[1]) == start:
             # This write revived an expired conversation: its old messages go (all of them).
-            yield Execute(self.writes.delete_messages(conversation_id))
-        positions = yield from self._store(conversation_id, batch, start)
+            await tx.execute(self.writes.delete_messages(conversation_id))
+        positions = await self._store(tx, conversation_id, batch, start)
         if offset is not None and start + offset not in positions:
             # The reserved system position went to a duplicate: point at the real one.
-            yield Execute(self.writes.fix_system(conversation_id))
+            await tx.execute(self.writes.fix_system(conversation_id))
         return stored_in(batch, start, positions)
 
     def _reserve_statement(self, with_system: bool) -> Insert:
@@ -91,12 +96,14 @@ class ReturningPlan(Plan):
         self._reserve_statements[with_system] = statement
         return statement
 
-    def _store(self, conversation_id: str, batch: Batch, start: int) -> Body[set[int]]:
+    async def _store(
+        self, tx: AsyncTransaction, conversation_id: str, batch: Batch, start: int
+    ) -> set[int]:
         """Insert the batch at positions from ``start``; return the positions stored.
 
         Ids already stored are skipped.
         """
-        reply = yield Execute(self._insert_rows(), batch.rows(conversation_id, start))
+        reply = await tx.execute(self._insert_rows(), batch.rows(conversation_id, start))
         return {int(row[0]) for row in reply.rows}
 
     def _insert_rows(self) -> Insert:
@@ -110,15 +117,16 @@ class ReturningPlan(Plan):
             )
         return self._insert_statement
 
-    def _lock_and_count(
+    async def _lock_and_count(
         self,
+        tx: AsyncTransaction,
         conversation_id: str,
         batch: Batch,
         now: datetime,
         expires_at: datetime | None,
         *,
         replace: bool,
-    ) -> Body[tuple[Any, set[str] | None]]:
+    ) -> tuple[Any, set[str] | None]:
         writes, c = self.writes, self.tables.conversations.c
         row = writes.new_row(conversation_id, batch, now, expires_at)
         bump = writes.bump_values(batch, now, expires_at, replace=replace)
@@ -130,17 +138,20 @@ class ReturningPlan(Plan):
             )
             .returning(c.next_position, c.first_position)
         )
-        counter = (yield Execute(upsert)).one()
+        counter = (await tx.execute(upsert)).one()
         return counter, None
 
-    def _insert_new(
-        self, conversation_id: str, rows: list[dict[str, Any]], existing: set[str] | None
-    ) -> Body[set[int]]:
+    async def _insert_new(
+        self,
+        tx: AsyncTransaction,
+        conversation_id: str,
+        rows: list[dict[str, Any]],
+        existing: set[str] | None,
+    ) -> set[int]:
         if existing is not None:
-            stored: set[int] = yield from super()._insert_new(conversation_id, rows, existing)
-            return stored
+            return await super()._insert_new(tx, conversation_id, rows, existing)
         m = self.tables.messages.c
-        stored = set()
+        stored: set[int] = set()
         for chunk in chunks(rows):
             insert = (
                 self.dialect_insert(self.tables.messages)
@@ -148,6 +159,6 @@ class ReturningPlan(Plan):
                 .on_conflict_do_nothing(index_elements=[m.conversation_id, m.message_id])
                 .returning(m.position)
             )
-            reply = yield Execute(insert)
+            reply = await tx.execute(insert)
             stored.update(int(row[0]) for row in reply.rows)
         return stored
