@@ -96,14 +96,6 @@ def _cancelled_expired(deadline: Deadline) -> bool:
     return deadline.expired
 
 
-@dataclass
-class _Progress:
-    """How far a direct transaction got: whether its COMMIT was sent, and whether it ran."""
-
-    committing: bool = False
-    committed: bool = False
-
-
 def _refused_by_server(exc: Exception) -> bool:
     """Whether a MySQL driver error is the server's answer (not a client-side failure).
 
@@ -170,7 +162,15 @@ class AsyncTransaction:
                 once); a list of them runs it as an executemany.
             lastrowid: Answer with the driver's ``lastrowid`` too (MySQL/MariaDB).
         """
-        return await self._runner._execute(self._connection, statement, params, lastrowid)
+        runner, connection = self._runner, self._connection
+        if (sql := runner._in_transaction_sql(statement, params)) is not None:
+            driver = await async_driver_connection(connection)
+            return await runner._execute_direct(
+                driver, sql, params, lastrowid, connection.invalidate
+            )
+        executed = await connection.execute(statement, params)
+        rows = list(executed.all()) if executed.returns_rows else []
+        return Reply(rows, executed.rowcount, executed.lastrowid if lastrowid else None)
 
     async def insert_or_conflict(self, statement: Executable) -> bool:
         """Run an ``INSERT`` in a savepoint: ``False`` if a unique key refused it."""
@@ -201,26 +201,26 @@ class AsyncTransaction:
 
 
 class AsyncDirectTransaction(AsyncTransaction):
-    """A direct transaction (see :meth:`AsyncRunner.transaction`): on the driver's connection.
+    """A direct transaction (see :meth:`AsyncRunner.transaction`), on the driver's connection.
 
     Args:
         runner: The runner that opened it.
         driver: The pooled driver connection.
         discard: Drops the connection when its state is unknown.
-        progress: How far its COMMIT got.
+
+    Attributes:
+        committing: Its COMMIT was sent (by a statement list).
+        committed: Its COMMIT ran (the statement list's).
     """
 
     def __init__(
-        self,
-        runner: AsyncRunner,
-        driver: Any,
-        discard: Callable[[BaseException], Awaitable[None]],
-        progress: _Progress,
+        self, runner: AsyncRunner, driver: Any, discard: Callable[[BaseException], Awaitable[None]]
     ) -> None:
         self._runner = runner
         self._driver = driver
         self._discard = discard
-        self._progress = progress
+        self.committing = False
+        self.committed = False
 
     async def execute(
         self,
@@ -239,20 +239,44 @@ class AsyncDirectTransaction(AsyncTransaction):
         return await runner._execute_direct(self._driver, sql, params, lastrowid, self._discard)
 
     async def insert_or_conflict(self, statement: Executable) -> bool:
-        """Not in a direct transaction.
-
-        Raises:
-            TypeError: Always.
-        """
+        """Not in a direct transaction: raises ``TypeError``."""
         raise TypeError("a direct transaction runs statements only, not savepoints")
 
     async def script(
         self, statements: tuple[Executable, ...], params: Mapping[str, Any]
     ) -> list[Reply]:
         """Run the closing statements: with the COMMIT in one round trip where lists go."""
-        return await self._runner._run_script(
-            self._driver, statements, params, self._discard, self._progress
-        )
+        runner, driver, discard = self._runner, self._driver, self._discard
+        script = runner._script(statements)
+        if not runner._statement_lists:
+            return [
+                await runner._execute_direct(driver, sql, params, True, discard)
+                for sql in script.parts
+            ]
+        bound = script.bind(params)
+        self.committing = True  # until the server says which statement it refused
+        deadline = runner._arm(driver)
+        try:
+            answers = await async_execute_list(driver, script.text, bound)
+            if deadline is not None:
+                deadline.cancel()
+        except runner._dbapi_error as exc:
+            if deadline is not None and _cancelled_expired(deadline):
+                await discard(exc)
+                raise runner._timeout() from exc
+            if _refused_by_server(exc):
+                # The list stopped at the refused statement, before its COMMIT.
+                self.committing = False
+                raise runner._wrap(exc, invalidated=False) from exc
+            # A client error (a lost connection): the COMMIT's fate and the connection's
+            # state are unknown, so the pool opens a new one.
+            await discard(exc)
+            raise runner._wrap(exc, invalidated=True) from exc
+        except BaseException as exc:
+            await runner._interrupted(deadline, discard, exc)
+            raise
+        self.committed = True
+        return [Reply(*answer) for answer in answers[: len(script.parts)]]
 
 
 class AsyncRunner:
@@ -570,23 +594,6 @@ class AsyncRunner:
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
-    async def _execute(
-        self,
-        connection: AsyncConnection,
-        statement: Executable,
-        params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
-        lastrowid: bool,
-    ) -> Reply:
-        """Run one statement of a transaction on SQLAlchemy's connection (or its driver's)."""
-        if (direct := self._in_transaction_sql(statement, params)) is not None:
-            driver = await async_driver_connection(connection)
-            return await self._execute_direct(
-                driver, direct, params, lastrowid, connection.invalidate
-            )
-        executed = await connection.execute(statement, params)
-        rows = list(executed.all()) if executed.returns_rows else []
-        return Reply(rows, executed.rowcount, executed.lastrowid if lastrowid else None)
-
     def _in_transaction_sql(self, statement: Executable, params: Any) -> DriverSql | None:
         """The statement's SQL for the driver, if a transaction runs it there (see __init__)."""
         if not self._direct_in_transaction or params is None:
@@ -661,14 +668,14 @@ class AsyncRunner:
                 try:
                     driver: Any = connection.driver_connection
                     discard = partial(async_invalidate, connection)
-                    progress = _Progress()
+                    tx = AsyncDirectTransaction(self, driver, discard)
                     try:
-                        result = await body(AsyncDirectTransaction(self, driver, discard, progress))
+                        result = await body(tx)
                         committing = True
-                        if not progress.committed:
+                        if not tx.committed:
                             await self._end_direct(driver, discard, commit=True)
                     except BaseException:
-                        committing = committing or progress.committing
+                        committing = committing or tx.committing
                         if not committing and connection.is_valid:
                             # The body's error is the one to report; a rollback that failed
                             # has discarded the connection.
@@ -682,46 +689,6 @@ class AsyncRunner:
                 maybe_applied = maybe_applied or committing
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
-
-    async def _run_script(
-        self,
-        driver: Any,
-        statements: tuple[Executable, ...],
-        params: Mapping[str, Any],
-        discard: Callable[[BaseException], Awaitable[None]],
-        progress: _Progress,
-    ) -> list[Reply]:
-        """Run a body's closing script: with the COMMIT in one round trip where lists go."""
-        script = self._script(statements)
-        if not self._statement_lists:
-            return [
-                await self._execute_direct(driver, sql, params, True, discard)
-                for sql in script.parts
-            ]
-        bound = script.bind(params)
-        progress.committing = True  # until the server says which statement it refused
-        deadline = self._arm(driver)
-        try:
-            answers = await async_execute_list(driver, script.text, bound)
-            if deadline is not None:
-                deadline.cancel()
-        except self._dbapi_error as exc:
-            if deadline is not None and _cancelled_expired(deadline):
-                await discard(exc)
-                raise self._timeout() from exc
-            if _refused_by_server(exc):
-                # The list stopped at the refused statement, before its COMMIT.
-                progress.committing = False
-                raise self._wrap(exc, invalidated=False) from exc
-            # A client error (a lost connection): the COMMIT's fate and the connection's
-            # state are unknown, so the pool opens a new one.
-            await discard(exc)
-            raise self._wrap(exc, invalidated=True) from exc
-        except BaseException as exc:
-            await self._interrupted(deadline, discard, exc)
-            raise
-        progress.committed = True
-        return [Reply(*answer) for answer in answers[: len(script.parts)]]
 
     def _script(self, statements: tuple[Executable, ...]) -> DriverList:
         """The statements' SQL as one list ending in COMMIT, compiled on first use."""

@@ -98,14 +98,6 @@ def _cancelled_expired(deadline: Deadline) -> bool:
     return deadline.expired
 
 
-@dataclass
-class _Progress:
-    """How far a direct transaction got: whether its COMMIT was sent, and whether it ran."""
-
-    committing: bool = False
-    committed: bool = False
-
-
 def _refused_by_server(exc: Exception) -> bool:
     """Whether a MySQL driver error is the server's answer (not a client-side failure).
 
@@ -172,7 +164,13 @@ class Transaction:
                 once); a list of them runs it as an executemany.
             lastrowid: Answer with the driver's ``lastrowid`` too (MySQL/MariaDB).
         """
-        return self._runner._execute(self._connection, statement, params, lastrowid)
+        runner, connection = self._runner, self._connection
+        if (sql := runner._in_transaction_sql(statement, params)) is not None:
+            driver = driver_connection(connection)
+            return runner._execute_direct(driver, sql, params, lastrowid, connection.invalidate)
+        executed = connection.execute(statement, params)
+        rows = list(executed.all()) if executed.returns_rows else []
+        return Reply(rows, executed.rowcount, executed.lastrowid if lastrowid else None)
 
     def insert_or_conflict(self, statement: Executable) -> bool:
         """Run an ``INSERT`` in a savepoint: ``False`` if a unique key refused it."""
@@ -201,26 +199,26 @@ class Transaction:
 
 
 class DirectTransaction(Transaction):
-    """A direct transaction (see :meth:`Runner.transaction`): on the driver's connection.
+    """A direct transaction (see :meth:`Runner.transaction`), on the driver's connection.
 
     Args:
         runner: The runner that opened it.
         driver: The pooled driver connection.
         discard: Drops the connection when its state is unknown.
-        progress: How far its COMMIT got.
+
+    Attributes:
+        committing: Its COMMIT was sent (by a statement list).
+        committed: Its COMMIT ran (the statement list's).
     """
 
     def __init__(
-        self,
-        runner: Runner,
-        driver: Any,
-        discard: Callable[[BaseException], None],
-        progress: _Progress,
+        self, runner: Runner, driver: Any, discard: Callable[[BaseException], None]
     ) -> None:
         self._runner = runner
         self._driver = driver
         self._discard = discard
-        self._progress = progress
+        self.committing = False
+        self.committed = False
 
     def execute(
         self,
@@ -239,18 +237,41 @@ class DirectTransaction(Transaction):
         return runner._execute_direct(self._driver, sql, params, lastrowid, self._discard)
 
     def insert_or_conflict(self, statement: Executable) -> bool:
-        """Not in a direct transaction.
-
-        Raises:
-            TypeError: Always.
-        """
+        """Not in a direct transaction: raises ``TypeError``."""
         raise TypeError("a direct transaction runs statements only, not savepoints")
 
     def script(self, statements: tuple[Executable, ...], params: Mapping[str, Any]) -> list[Reply]:
         """Run the closing statements: with the COMMIT in one round trip where lists go."""
-        return self._runner._run_script(
-            self._driver, statements, params, self._discard, self._progress
-        )
+        runner, driver, discard = self._runner, self._driver, self._discard
+        script = runner._script(statements)
+        if not runner._statement_lists:
+            return [
+                runner._execute_direct(driver, sql, params, True, discard) for sql in script.parts
+            ]
+        bound = script.bind(params)
+        self.committing = True  # until the server says which statement it refused
+        deadline = runner._arm(driver)
+        try:
+            answers = execute_list(driver, script.text, bound)
+            if deadline is not None:
+                deadline.cancel()
+        except runner._dbapi_error as exc:
+            if deadline is not None and _cancelled_expired(deadline):
+                discard(exc)
+                raise runner._timeout() from exc
+            if _refused_by_server(exc):
+                # The list stopped at the refused statement, before its COMMIT.
+                self.committing = False
+                raise runner._wrap(exc, invalidated=False) from exc
+            # A client error (a lost connection): the COMMIT's fate and the connection's
+            # state are unknown, so the pool opens a new one.
+            discard(exc)
+            raise runner._wrap(exc, invalidated=True) from exc
+        except BaseException as exc:
+            runner._interrupted(deadline, discard, exc)
+            raise
+        self.committed = True
+        return [Reply(*answer) for answer in answers[: len(script.parts)]]
 
 
 class Runner:
@@ -564,21 +585,6 @@ class Runner:
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
 
-    def _execute(
-        self,
-        connection: Connection,
-        statement: Executable,
-        params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
-        lastrowid: bool,
-    ) -> Reply:
-        """Run one statement of a transaction on SQLAlchemy's connection (or its driver's)."""
-        if (direct := self._in_transaction_sql(statement, params)) is not None:
-            driver = driver_connection(connection)
-            return self._execute_direct(driver, direct, params, lastrowid, connection.invalidate)
-        executed = connection.execute(statement, params)
-        rows = list(executed.all()) if executed.returns_rows else []
-        return Reply(rows, executed.rowcount, executed.lastrowid if lastrowid else None)
-
     def _in_transaction_sql(self, statement: Executable, params: Any) -> DriverSql | None:
         """The statement's SQL for the driver, if a transaction runs it there (see __init__)."""
         if not self._direct_in_transaction or params is None:
@@ -653,14 +659,14 @@ class Runner:
                 try:
                     driver: Any = connection.driver_connection
                     discard = partial(invalidate, connection)
-                    progress = _Progress()
+                    tx = DirectTransaction(self, driver, discard)
                     try:
-                        result = body(DirectTransaction(self, driver, discard, progress))
+                        result = body(tx)
                         committing = True
-                        if not progress.committed:
+                        if not tx.committed:
                             self._end_direct(driver, discard, commit=True)
                     except BaseException:
-                        committing = committing or progress.committing
+                        committing = committing or tx.committing
                         if not committing and connection.is_valid:
                             # The body's error is the one to report; a rollback that failed
                             # has discarded the connection.
@@ -674,45 +680,6 @@ class Runner:
                 maybe_applied = maybe_applied or committing
                 if not _should_retry(exc, attempt):
                     raise map_error(exc, self._backend, unknown=maybe_applied) from exc
-
-    def _run_script(
-        self,
-        driver: Any,
-        statements: tuple[Executable, ...],
-        params: Mapping[str, Any],
-        discard: Callable[[BaseException], None],
-        progress: _Progress,
-    ) -> list[Reply]:
-        """Run a body's closing script: with the COMMIT in one round trip where lists go."""
-        script = self._script(statements)
-        if not self._statement_lists:
-            return [
-                self._execute_direct(driver, sql, params, True, discard) for sql in script.parts
-            ]
-        bound = script.bind(params)
-        progress.committing = True  # until the server says which statement it refused
-        deadline = self._arm(driver)
-        try:
-            answers = execute_list(driver, script.text, bound)
-            if deadline is not None:
-                deadline.cancel()
-        except self._dbapi_error as exc:
-            if deadline is not None and _cancelled_expired(deadline):
-                discard(exc)
-                raise self._timeout() from exc
-            if _refused_by_server(exc):
-                # The list stopped at the refused statement, before its COMMIT.
-                progress.committing = False
-                raise self._wrap(exc, invalidated=False) from exc
-            # A client error (a lost connection): the COMMIT's fate and the connection's
-            # state are unknown, so the pool opens a new one.
-            discard(exc)
-            raise self._wrap(exc, invalidated=True) from exc
-        except BaseException as exc:
-            self._interrupted(deadline, discard, exc)
-            raise
-        progress.committed = True
-        return [Reply(*answer) for answer in answers[: len(script.parts)]]
 
     def _script(self, statements: tuple[Executable, ...]) -> DriverList:
         """The statements' SQL as one list ending in COMMIT, compiled on first use."""

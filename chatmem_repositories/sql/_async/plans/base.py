@@ -228,27 +228,22 @@ class AsyncPlan:
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
     ) -> None:
         """Replace the conversation's messages by the (non-empty) batch, in one transaction."""
-        await self.runner.transaction(
-            partial(self._save_all, conversation_id, batch, now, expires_at)
-        )
 
-    async def _save_all(
-        self,
-        conversation_id: str,
-        batch: Batch,
-        now: datetime,
-        expires_at: datetime | None,
-        tx: AsyncTransaction,
-    ) -> None:
-        start, _ = await self._reserve(tx, conversation_id, batch, now, expires_at, replace=True)
-        if start != FIRST_POSITION:
-            # A conversation this reservation created has no messages. Skipping the delete
-            # matters on InnoDB: deleting nothing still locks the gap before the next
-            # conversation's first message, and a neighbour that deleted its own messages
-            # and inserts into that same gap would deadlock with our insert.
-            await tx.execute(self.writes.delete_messages(conversation_id))
-        for chunk in chunks(batch.rows(conversation_id, start)):
-            await tx.execute(self.writes.insert_messages(chunk))
+        async def body(tx: AsyncTransaction) -> None:
+            reserved = await self._reserve(
+                tx, conversation_id, batch, now, expires_at, replace=True
+            )
+            start = reserved[0]
+            if start != FIRST_POSITION:
+                # A conversation this reservation created has no messages. Skipping the
+                # delete matters on InnoDB: deleting nothing still locks the gap before the
+                # next conversation's first message, and a neighbour that deleted its own
+                # messages and inserts into that same gap would deadlock with our insert.
+                await tx.execute(self.writes.delete_messages(conversation_id))
+            for chunk in chunks(batch.rows(conversation_id, start)):
+                await tx.execute(self.writes.insert_messages(chunk))
+
+        await self.runner.transaction(body)
 
     # -- deletion and retention --------------------------------------------------------------
 
@@ -260,31 +255,27 @@ class AsyncPlan:
             *also: More statements for the transaction (the summary's deletion), after
                 the conversation row is locked, as by every write.
         """
-        await self.runner.transaction(partial(self._delete, conversation_id, also))
 
-    async def _delete(
-        self, conversation_id: str, also: tuple[Executable, ...], tx: AsyncTransaction
-    ) -> None:
-        # The conversation row first: the same lock order as appends, so no deadlock.
-        await tx.execute(self.writes.delete_conversation(conversation_id))
-        await tx.execute(self.writes.delete_messages(conversation_id))
-        for statement in also:
-            await tx.execute(statement)
+        async def body(tx: AsyncTransaction) -> None:
+            # The conversation row first: the same lock order as appends, so no deadlock.
+            await tx.execute(self.writes.delete_conversation(conversation_id))
+            await tx.execute(self.writes.delete_messages(conversation_id))
+            for statement in also:
+                await tx.execute(statement)
+
+        await self.runner.transaction(body)
 
     async def delete_before(self, conversation_id: str, end: int, now: datetime) -> int:
         """Delete the live conversation's non-system messages before ``end``; count them."""
-        return await self.runner.transaction(
-            partial(self._delete_before, conversation_id, end, now)
-        )
 
-    async def _delete_before(
-        self, conversation_id: str, end: int, now: datetime, tx: AsyncTransaction
-    ) -> int:
-        row = (await tx.execute(self.writes.lock(conversation_id))).first()
-        if row is None or (row[0] is not None and row[0] <= now):
-            return 0
-        reply = await tx.execute(self._delete_chat_before(conversation_id, end))
-        return int(reply.rowcount)
+        async def body(tx: AsyncTransaction) -> int:
+            row = (await tx.execute(self.writes.lock(conversation_id))).first()
+            if row is None or (row[0] is not None and row[0] <= now):
+                return 0
+            reply = await tx.execute(self._delete_chat_before(conversation_id, end))
+            return int(reply.rowcount)
+
+        return await self.runner.transaction(body)
 
     def _delete_chat_before(self, conversation_id: str, end: int) -> Delete:
         return self.writes.delete_chat_before(conversation_id, end, scan=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 from sqlalchemy import (
@@ -107,14 +106,12 @@ class AsyncPostgresqlPlan(AsyncReturningPlan):
                 if offset is not None and start + offset not in positions:
                     # Not expected (a new conversation holds no message yet), but a stored
                     # id would leave the reference on an empty position: repair it.
-                    await self.runner.transaction(partial(self._fix_system, conversation_id))
+                    fix = self.writes.fix_system(conversation_id)
+                    await self.runner.transaction(lambda tx: tx.execute(fix))
                 return stored_in(batch, start, positions)
             # No row: the conversation had expired, or it exists and the batch holds a
             # system message (whose id may be stored already); the transaction does it.
         return await super().append(conversation_id, batch, now, expires_at)
-
-    async def _fix_system(self, conversation_id: str, tx: AsyncTransaction) -> None:
-        await tx.execute(self.writes.fix_system(conversation_id))
 
     def _append_statement(self) -> Select[Any]:
         # Built once per plan: constructing this statement costs more than running it. The

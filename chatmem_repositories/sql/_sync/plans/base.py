@@ -224,25 +224,20 @@ class Plan:
         self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
     ) -> None:
         """Replace the conversation's messages by the (non-empty) batch, in one transaction."""
-        self.runner.transaction(partial(self._save_all, conversation_id, batch, now, expires_at))
 
-    def _save_all(
-        self,
-        conversation_id: str,
-        batch: Batch,
-        now: datetime,
-        expires_at: datetime | None,
-        tx: Transaction,
-    ) -> None:
-        start, _ = self._reserve(tx, conversation_id, batch, now, expires_at, replace=True)
-        if start != FIRST_POSITION:
-            # A conversation this reservation created has no messages. Skipping the delete
-            # matters on InnoDB: deleting nothing still locks the gap before the next
-            # conversation's first message, and a neighbour that deleted its own messages
-            # and inserts into that same gap would deadlock with our insert.
-            tx.execute(self.writes.delete_messages(conversation_id))
-        for chunk in chunks(batch.rows(conversation_id, start)):
-            tx.execute(self.writes.insert_messages(chunk))
+        def body(tx: Transaction) -> None:
+            reserved = self._reserve(tx, conversation_id, batch, now, expires_at, replace=True)
+            start = reserved[0]
+            if start != FIRST_POSITION:
+                # A conversation this reservation created has no messages. Skipping the
+                # delete matters on InnoDB: deleting nothing still locks the gap before the
+                # next conversation's first message, and a neighbour that deleted its own
+                # messages and inserts into that same gap would deadlock with our insert.
+                tx.execute(self.writes.delete_messages(conversation_id))
+            for chunk in chunks(batch.rows(conversation_id, start)):
+                tx.execute(self.writes.insert_messages(chunk))
+
+        self.runner.transaction(body)
 
     # -- deletion and retention --------------------------------------------------------------
 
@@ -254,25 +249,27 @@ class Plan:
             *also: More statements for the transaction (the summary's deletion), after
                 the conversation row is locked, as by every write.
         """
-        self.runner.transaction(partial(self._delete, conversation_id, also))
 
-    def _delete(self, conversation_id: str, also: tuple[Executable, ...], tx: Transaction) -> None:
-        # The conversation row first: the same lock order as appends, so no deadlock.
-        tx.execute(self.writes.delete_conversation(conversation_id))
-        tx.execute(self.writes.delete_messages(conversation_id))
-        for statement in also:
-            tx.execute(statement)
+        def body(tx: Transaction) -> None:
+            # The conversation row first: the same lock order as appends, so no deadlock.
+            tx.execute(self.writes.delete_conversation(conversation_id))
+            tx.execute(self.writes.delete_messages(conversation_id))
+            for statement in also:
+                tx.execute(statement)
+
+        self.runner.transaction(body)
 
     def delete_before(self, conversation_id: str, end: int, now: datetime) -> int:
         """Delete the live conversation's non-system messages before ``end``; count them."""
-        return self.runner.transaction(partial(self._delete_before, conversation_id, end, now))
 
-    def _delete_before(self, conversation_id: str, end: int, now: datetime, tx: Transaction) -> int:
-        row = (tx.execute(self.writes.lock(conversation_id))).first()
-        if row is None or (row[0] is not None and row[0] <= now):
-            return 0
-        reply = tx.execute(self._delete_chat_before(conversation_id, end))
-        return int(reply.rowcount)
+        def body(tx: Transaction) -> int:
+            row = (tx.execute(self.writes.lock(conversation_id))).first()
+            if row is None or (row[0] is not None and row[0] <= now):
+                return 0
+            reply = tx.execute(self._delete_chat_before(conversation_id, end))
+            return int(reply.rowcount)
+
+        return self.runner.transaction(body)
 
     def _delete_chat_before(self, conversation_id: str, end: int) -> Delete:
         return self.writes.delete_chat_before(conversation_id, end, scan=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 from sqlalchemy import (
@@ -109,14 +108,12 @@ class PostgresqlPlan(ReturningPlan):
                 if offset is not None and start + offset not in positions:
                     # Not expected (a new conversation holds no message yet), but a stored
                     # id would leave the reference on an empty position: repair it.
-                    self.runner.transaction(partial(self._fix_system, conversation_id))
+                    fix = self.writes.fix_system(conversation_id)
+                    self.runner.transaction(lambda tx: tx.execute(fix))
                 return stored_in(batch, start, positions)
             # No row: the conversation had expired, or it exists and the batch holds a
             # system message (whose id may be stored already); the transaction does it.
         return super().append(conversation_id, batch, now, expires_at)
-
-    def _fix_system(self, conversation_id: str, tx: Transaction) -> None:
-        tx.execute(self.writes.fix_system(conversation_id))
 
     def _append_statement(self) -> Select[Any]:
         # Built once per plan: constructing this statement costs more than running it. The
