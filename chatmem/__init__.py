@@ -93,7 +93,6 @@ from chatmem.model import (
     Generation,
     Prompt,
     ToolDefinition,
-    Usage,
 )
 from chatmem.repository import (
     AsyncChatMemoryLog,
@@ -196,7 +195,6 @@ __all__ = [
     "ToolIterationLimitError",
     "ToolResponse",
     "ToolResponseMessage",
-    "Usage",
     "UserMessage",
     "WindowSize",
     "__version__",

@@ -19,7 +19,14 @@ from typing import Any
 from pydantic import JsonValue
 
 from chatmem.exceptions import ChatModelConnectionError, ChatModelTimeoutError
-from chatmem.messages import AssistantMessage, Message, ToolCall
+from chatmem.messages import (
+    AssistantMessage,
+    Message,
+    ProviderItem,
+    ReasoningPart,
+    TokenUsage,
+    ToolCall,
+)
 
 __all__ = [
     "ChatModelConnectionError",
@@ -29,8 +36,8 @@ __all__ = [
     "Generation",
     "Prompt",
     "ToolDefinition",
-    "Usage",
     "aggregate_chunks",
+    "combine_usage",
 ]
 
 
@@ -123,23 +130,33 @@ class Prompt:
         return Prompt(messages, self.options, self.tools)
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts reported by the provider."""
+def combine_usage(total: TokenUsage | None, usage: TokenUsage | None) -> TokenUsage | None:
+    """Add up the token usage of two model calls (a tool loop's rounds).
 
-    prompt_tokens: int = 0
-    """Tokens in the request."""
-    completion_tokens: int = 0
-    """Tokens generated."""
-    total_tokens: int = 0
-    """Their sum, as the provider reports it."""
+    Args:
+        total: The usage so far, or ``None``.
+        usage: One more call's usage, or ``None`` if it was not reported.
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.total_tokens + other.total_tokens,
-        )
+    Example:
+        ```python
+        from chatmem import TokenUsage
+        from chatmem.model import combine_usage
+
+        both = combine_usage(TokenUsage(input_tokens=10), TokenUsage(input_tokens=5))
+        assert both == TokenUsage(input_tokens=15)
+        ```
+    """
+    if usage is None:
+        return total
+    if total is None:
+        return usage
+    return TokenUsage(
+        input_tokens=total.input_tokens + usage.input_tokens,
+        output_tokens=total.output_tokens + usage.output_tokens,
+        reasoning_tokens=total.reasoning_tokens + usage.reasoning_tokens,
+        cache_read_tokens=total.cache_read_tokens + usage.cache_read_tokens,
+        cache_write_tokens=total.cache_write_tokens + usage.cache_write_tokens,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +175,7 @@ class ChatResponse:
 
     generations: Sequence[Generation] = ()
     """The answers; usually one."""
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
     """Token usage, where the provider reports it (summed over a tool loop)."""
     model: str | None = None
     """The model that answered, as the provider names it."""
@@ -214,29 +231,43 @@ class ChatResponse:
 def aggregate_chunks(chunks: Iterable[ChatResponse]) -> ChatResponse:
     """Fold streamed chunks into one response.
 
-    Text is concatenated, tool calls are collected in order, the last finish reason, model
-    and metadata win, usages are summed and the last non-empty ``exchange`` is kept.
+    Text is concatenated; tool calls, reasoning parts and provider items are collected in
+    order; the answer's own usage is the last one a chunk's message carried. The last finish
+    reason, model and metadata win, the chunks' usages are summed and the last non-empty
+    ``exchange`` is kept.
 
     Args:
         chunks: The chunks, in the order they were streamed.
     """
     text: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[ReasoningPart] = []
+    items: list[ProviderItem] = []
+    message_usage: TokenUsage | None = None
     finish: str | None = None
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
     model: str | None = None
     exchange: Sequence[Message] = ()
     metadata: Mapping[str, JsonValue] = {}
     for chunk in chunks:
         if chunk.generations:
             generation = chunk.generations[0]
-            text.append(generation.message.text)
-            calls.extend(generation.message.tool_calls)
+            piece = generation.message
+            text.append(piece.text)
+            calls.extend(piece.tool_calls)
+            reasoning.extend(piece.reasoning)
+            items.extend(piece.provider_items)
+            message_usage = piece.usage or message_usage
             finish = generation.finish_reason or finish
-        if chunk.usage is not None:
-            usage = chunk.usage if usage is None else usage + chunk.usage
+        usage = combine_usage(usage, chunk.usage)
         model = chunk.model or model
         exchange = chunk.exchange or exchange
         metadata = chunk.metadata or metadata
-    message = AssistantMessage("".join(text), tool_calls=calls)
+    message = AssistantMessage(
+        "".join(text),
+        tool_calls=calls,
+        reasoning=reasoning,
+        provider_items=items,
+        usage=message_usage,
+    )
     return ChatResponse([Generation(message, finish)], usage, model, exchange, metadata)

@@ -10,10 +10,10 @@ from chatmem import (
     AssistantMessage,
     ChatResponse,
     Generation,
+    TokenUsage,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
-    Usage,
 )
 
 
@@ -32,7 +32,11 @@ def test_with_text_changes_the_answer_and_its_copy_in_the_exchange() -> None:
     )
     answer = AssistantMessage("It is sunny.", metadata={"k": "v"})
     response = ChatResponse(
-        [Generation(answer, "stop")], Usage(1, 2, 3), "m", [call, result, answer], {"id": "x"}
+        [Generation(answer, "stop")],
+        TokenUsage(input_tokens=1, output_tokens=2),
+        "m",
+        [call, result, answer],
+        {"id": "x"},
     )
     changed = response.with_text("It is sunny in Paris.")
     assert changed.text == "It is sunny in Paris."
@@ -42,7 +46,11 @@ def test_with_text_changes_the_answer_and_its_copy_in_the_exchange() -> None:
     assert changed.finish_reason == "stop"
     assert changed.exchange[-1] == changed.result.message
     assert changed.exchange[:2] == [call, result]
-    assert (changed.usage, changed.model, changed.metadata) == (Usage(1, 2, 3), "m", {"id": "x"})
+    assert (changed.usage, changed.model, changed.metadata) == (
+        TokenUsage(input_tokens=1, output_tokens=2),
+        "m",
+        {"id": "x"},
+    )
     assert response.text == "It is sunny."  # the original is unchanged
 
 

@@ -609,7 +609,7 @@ def test_payload_media_options_usage_and_structured_output(
     assert (body["model"], body["temperature"], body["max_tokens"]) == ("test-model", 0.2, 50)
     assert (body["stop"], body["seed"]) == (["END"], 7)
     assert response.usage is not None
-    assert (response.usage.prompt_tokens, response.usage.total_tokens) == (10, 15)
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (10, 5)
     assert (response.finish_reason, response.model) == ("stop", "test-model")
     person = client.prompt("Who?").options(model="other").call().entity(Person)
     assert person == Person(name="James", age=40)

@@ -22,6 +22,7 @@ from chatmem import (
     InMemoryChatMemoryRepository,
     MessageWindowChatMemory,
     SystemMessage,
+    TokenUsage,
     TokenWindowChatMemory,
     ToolCall,
     ToolResponse,
@@ -34,7 +35,7 @@ from chatmem.memory import (
     AsyncSummarizingChatMemory,
     SummarizingChatMemory,
 )
-from chatmem.model import ChatResponse, Generation, Prompt, Usage
+from chatmem.model import ChatResponse, Generation, Prompt
 from chatmem.testing import AsyncScriptedChatModel, ScriptedChatModel, folding_summarizer
 from chatmem.tokens import CharacterTokenEstimator
 from chatmem_advisors import MessageChatMemoryAdvisor
@@ -208,7 +209,9 @@ class BlockedModel:
         self.calls += 1
         await self.release.wait()
         text = folding_summarizer(prompt)
-        return ChatResponse([Generation(AssistantMessage(text))], Usage(1, 1, 2))
+        return ChatResponse(
+            [Generation(AssistantMessage(text))], TokenUsage(input_tokens=1, output_tokens=1)
+        )
 
     async def stream(self, prompt: Prompt) -> AsyncIterator[ChatResponse]:
         yield await self.call(prompt)

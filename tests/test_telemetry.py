@@ -619,7 +619,8 @@ async def test_the_async_client_drives_the_same_logger_advisor(
     assert messages == [
         "request: [user: <2 chars>] tools=[]",
         "response: [assistant: <5 chars>] finish=stop "
-        "usage=Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2)",
+        "usage=input_tokens=1 output_tokens=1 reasoning_tokens=0 cache_read_tokens=0 "
+        "cache_write_tokens=0",
     ]
     assert [r.__dict__["conversation_id"] for r in caplog.records] == ["7", "7"]
 

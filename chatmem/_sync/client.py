@@ -36,8 +36,8 @@ from chatmem._twins import closing
 from chatmem.advisor import ChatClientRequest, ChatClientResponse, PureAdvisor, order_advisors
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.memory import CONVERSATION_ID
-from chatmem.messages import AssistantMessage, Message
-from chatmem.model import ChatResponse, Generation, Prompt, Usage, aggregate_chunks
+from chatmem.messages import AssistantMessage, Message, TokenUsage
+from chatmem.model import ChatResponse, Generation, Prompt, aggregate_chunks, combine_usage
 from chatmem.tools import (
     DEFAULT_MAX_TOOL_ITERATIONS,
     ToolErrorHandler,
@@ -63,13 +63,9 @@ def _answer(response: ChatResponse) -> AssistantMessage:
     return result.message
 
 
-def _add_usage(total: Usage | None, usage: Usage | None) -> Usage | None:
-    if usage is None:
-        return total
-    return usage if total is None else total + usage
-
-
-def _finished(response: ChatResponse, usage: Usage | None, produced: list[Message]) -> ChatResponse:
+def _finished(
+    response: ChatResponse, usage: TokenUsage | None, produced: list[Message]
+) -> ChatResponse:
     if type(response) is ChatResponse:  # the constructor: dataclasses.replace is slower
         generations, model, metadata = response.generations, response.model, response.metadata
         return ChatResponse(generations, usage, model, produced, metadata)
@@ -109,10 +105,10 @@ class _AsyncModelTerminal:
     def call(self, request: ChatClientRequest) -> ChatClientResponse:
         messages: list[Message] = list(request.prompt.messages)
         produced: list[Message] = []
-        usage: Usage | None = None
+        usage: TokenUsage | None = None
         for round_ in range(self.max_iterations + 1):
             response = self._model_call(request.prompt.with_messages(messages), request)
-            usage = _add_usage(usage, response.usage)
+            usage = combine_usage(usage, response.usage)
             answer = _answer(response)
             produced.append(answer)
             if not answer.tool_calls:

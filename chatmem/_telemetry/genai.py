@@ -133,7 +133,7 @@ class ModelCall:
         if usage is None:
             self.record(response.model, None, None)
         else:
-            self.record(response.model, usage.prompt_tokens, usage.completion_tokens)
+            self.record(response.model, usage.input_tokens, usage.output_tokens)
 
     def finish_chunks(self, span: Span, chunks: list[ChatResponse]) -> None:
         """Record a model stream that ended normally (``traced_stream``'s ``on_end``)."""
@@ -222,8 +222,15 @@ def record_chat_response(span: Span, response: ChatResponse) -> None:
         span.set_attribute("gen_ai.response.id", response_id)
     usage = response.usage
     if usage is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+        span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        for name, count in (
+            ("gen_ai.usage.cache_read.input_tokens", usage.cache_read_tokens),
+            ("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens),
+            ("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens),
+        ):
+            if count:
+                span.set_attribute(name, count)
     if settings.capture_content:
         messages = list(response.exchange) or [g.message for g in response.generations]
         span.set_attribute("gen_ai.output.messages", output_json(messages, response))

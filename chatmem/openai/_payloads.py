@@ -12,6 +12,7 @@ from chatmem.interop.openai import to_openai
 from chatmem.messages import (
     AssistantMessage,
     Message,
+    TokenUsage,
     ToolCall,
 )
 from chatmem.model import (
@@ -22,7 +23,6 @@ from chatmem.model import (
     Generation,
     Prompt,
     ToolDefinition,
-    Usage,
 )
 
 __all__ = [
@@ -105,13 +105,16 @@ def request_kwargs(prompt: Prompt, defaults: ChatOptions) -> dict[str, Any]:
     return kwargs
 
 
-def _usage(usage: Any) -> Usage | None:
+def _usage(usage: Any) -> TokenUsage | None:
     if usage is None:
         return None
-    return Usage(
-        int(usage.prompt_tokens or 0),
-        int(usage.completion_tokens or 0),
-        int(usage.total_tokens or 0),
+    completion = getattr(usage, "completion_tokens_details", None)
+    prompt = getattr(usage, "prompt_tokens_details", None)
+    return TokenUsage(
+        input_tokens=int(usage.prompt_tokens or 0),
+        output_tokens=int(usage.completion_tokens or 0),
+        reasoning_tokens=int(getattr(completion, "reasoning_tokens", None) or 0),
+        cache_read_tokens=int(getattr(prompt, "cached_tokens", None) or 0),
     )
 
 

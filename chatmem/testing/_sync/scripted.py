@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeAlias
 
 from chatmem._concurrency import sleep
-from chatmem.messages import AssistantMessage, ToolCall
-from chatmem.model import ChatResponse, Generation, Prompt, Usage
+from chatmem.messages import AssistantMessage, TokenUsage, ToolCall
+from chatmem.model import ChatResponse, Generation, Prompt
 
 __all__ = ["ScriptedChatModel", "ScriptedReply"]
 
@@ -24,7 +24,9 @@ def _response(reply: str | AssistantMessage | ChatResponse) -> ChatResponse:
         return reply
     message = AssistantMessage(reply) if isinstance(reply, str) else reply
     finish = "tool_calls" if message.tool_calls else "stop"
-    return ChatResponse([Generation(message, finish)], Usage(1, 1, 2), "scripted")
+    return ChatResponse(
+        [Generation(message, finish)], TokenUsage(input_tokens=1, output_tokens=1), "scripted"
+    )
 
 
 def _pieces(text: str) -> list[str]:
