@@ -198,3 +198,109 @@ def conversations(
 def content(messages: list[Message]) -> list[dict[str, Any]]:
     """What a wire format carries: everything but the id and the creation time."""
     return [m.model_dump(exclude={"id", "created_at"}) for m in messages]
+
+
+# -- reasoning models: reasoning parts, provider items, interleaved order --------------------
+
+signatures = st.text(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", min_size=1, max_size=24
+)
+
+
+def _reasoning_part(draw: st.DrawFn, kind: str, provider: str, model: str | None) -> Any:
+    if kind == "redacted":
+        return ReasoningPart(
+            redacted=True, signature=draw(signatures), provider=provider, model=model
+        )
+    if kind == "item":
+        block_type = draw(st.sampled_from(["web_search_tool_result", "compaction"]))
+        data = {"type": block_type, "tool_use_id": "srvtoolu_1", "content": draw(json_values)}
+        return ProviderItem(provider=provider, type=block_type, data=data, model=model)
+    signature = draw(st.none() | signatures)
+    return ReasoningPart(text=draw(text), signature=signature, provider=provider, model=model)
+
+
+def _indexed(parts: list[Any]) -> tuple[list[ReasoningPart], list[ProviderItem]]:
+    # The contract's canonical form: no index while reasoning parts, then items, come first
+    # in list order; otherwise every one of them has its place.
+    reasoning = [p for p in parts if isinstance(p, ReasoningPart)]
+    items = [p for p in parts if isinstance(p, ProviderItem)]
+    plain = parts[: len(reasoning) + len(items)] == [*reasoning, *items]
+    placed = [
+        p.model_copy(update={"index": None if plain else i})
+        for i, p in enumerate(parts)
+        if isinstance(p, ReasoningPart | ProviderItem)
+    ]
+    return (
+        [p for p in placed if isinstance(p, ReasoningPart)],
+        [p for p in placed if isinstance(p, ProviderItem)],
+    )
+
+
+@st.composite
+def reasoning_answers(
+    draw: st.DrawFn,
+    *,
+    provider: str = "anthropic",
+    model: str | None = "claude-test",
+    foreign: str | None = None,
+) -> tuple[AssistantMessage, AssistantMessage]:
+    """An assistant message with reasoning parts, provider items, text and tool calls in any
+    order a provider returns them (text at most once, before the calls).
+
+    Returns the message and the same message without the parts of ``foreign`` (another
+    provider whose parts are mixed in when given): what a converter for ``provider`` sends.
+    """
+    kinds = draw(
+        st.lists(st.sampled_from(["thinking", "redacted", "item", "call", "foreign"]), max_size=6)
+    )
+    if foreign is None:
+        kinds = [k for k in kinds if k != "foreign"]
+    calls = [k for k in kinds if k == "call"]
+    first_call = kinds.index("call") if calls else len(kinds)
+    if draw(st.booleans()):
+        kinds.insert(draw(st.integers(0, first_call)), "text")
+    answer_text = draw(text.filter(bool)) if "text" in kinds else ""
+    parts: list[Any] = []
+    for number, kind in enumerate(kinds):
+        if kind == "call":
+            value = draw(st.dictionaries(st.sampled_from(["q", "n"]), json_values, max_size=2))
+            arguments = json.dumps(value, ensure_ascii=False)
+            parts.append(ToolCall(id=f"toolu_{number}", name=draw(names), arguments=arguments))
+        elif kind == "text":
+            parts.append("text")
+        elif kind == "foreign":
+            assert foreign is not None
+            parts.append(_reasoning_part(draw, "thinking", foreign, None))
+        else:
+            parts.append(_reasoning_part(draw, kind, provider, model))
+
+    def message(kept: list[Any]) -> AssistantMessage:
+        reasoning, items = _indexed(kept)
+        return AssistantMessage(
+            answer_text,
+            tool_calls=[p for p in kept if isinstance(p, ToolCall)],
+            reasoning=reasoning,
+            provider_items=items,
+        )
+
+    own = [p for p in parts if getattr(p, "provider", provider) == provider]
+    return message(parts), message(own)
+
+
+@st.composite
+def reasoning_conversations(draw: st.DrawFn, *, provider: str = "anthropic") -> list[Message]:
+    """A conversation (as :func:`conversations`) with reasoning answers and their tool
+    results added, as a tool loop of a reasoning model leaves it."""
+    out = draw(conversations(with_metadata=False))
+    for _ in range(draw(st.integers(1, 3))):
+        out.append(UserMessage(draw(text)))
+        answer, _ = draw(reasoning_answers(provider=provider))
+        out.append(answer)
+        if answer.tool_calls:
+            responses = [
+                ToolResponse(id=c.id, name=c.name, response_data=draw(text))
+                for c in answer.tool_calls
+            ]
+            out.append(ToolResponseMessage(responses=responses))
+    return out

@@ -12,6 +12,7 @@ from chatmem import (
     AssistantMessage,
     Media,
     SystemMessage,
+    TokenUsage,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
@@ -92,7 +93,7 @@ def test_what_each_dict_format_refuses() -> None:
     with pytest.raises(ConversionError, match="answers no earlier"):
         from_openai([{"role": "tool", "tool_call_id": "zz", "content": "x"}])
     with pytest.raises(ConversionError, match="thinking"):
-        from_anthropic([{"role": "assistant", "content": [{"type": "thinking", "thinking": "."}]}])
+        from_anthropic([{"role": "user", "content": [{"type": "thinking", "thinking": "."}]}])
 
 
 def test_sample_conversation_round_trips_where_each_format_can() -> None:
@@ -129,6 +130,7 @@ def test_anthropic_sdk_objects_are_read() -> None:
     assert message == AssistantMessage(
         "Let me look.",
         tool_calls=[ToolCall(id="tu_1", name="search", arguments='{"q": "ü"}')],
+        usage=TokenUsage(input_tokens=1, output_tokens=1),
         id=message.id,
         created_at=message.created_at,
     )

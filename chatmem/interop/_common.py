@@ -33,6 +33,8 @@ __all__ = [
     "field_defaults",
     "holds_defaults",
     "object_to_arguments",
+    "parts_for_provider",
+    "parts_sent_to",
     "placed",
     "require",
     "same_content",
@@ -255,21 +257,62 @@ def _index(part: ReasoningPart | ProviderItem) -> int:
     return part.index if part.index is not None else -1
 
 
+def parts_for_provider(
+    message: AssistantMessage, provider: str
+) -> tuple[list[ReasoningPart], list[ProviderItem]]:
+    """Return the reasoning parts and provider items of a message that may go to a provider.
+
+    The sending rule: a part goes back only to the provider that produced it
+    (``part.provider == provider``); any other part, and a part whose provider is unknown, is
+    left out, silently. The provider checks the rest (an Anthropic signature is bound to the
+    model that made it, and Anthropic refuses one that does not match).
+
+    Args:
+        message: The assistant message.
+        provider: The provider the request goes to, as in ``gen_ai.provider.name``.
+
+    Returns:
+        The reasoning parts and the provider items to send, each in list order.
+    """
+    reasoning = [p for p in message.reasoning if p.provider == provider]
+    items = [i for i in message.provider_items if i.provider == provider]
+    return reasoning, items
+
+
+def parts_sent_to(message: AssistantMessage, provider: str) -> list[AssistantPart]:
+    """Return the parts of :func:`assistant_parts` that go to a provider, in their order.
+
+    The order is taken with every part in place, then the parts of other providers are left
+    out (:func:`parts_for_provider`'s rule), so the rest keep the order they were returned in.
+
+    Args:
+        message: The assistant message.
+        provider: The provider the request goes to, as in ``gen_ai.provider.name``.
+    """
+    reasoning, items = parts_for_provider(message, provider)
+    sent = {id(p) for p in (*reasoning, *items)}
+    return [
+        p
+        for p in assistant_parts(message)
+        if not isinstance(p, ReasoningPart | ProviderItem) or id(p) in sent
+    ]
+
+
 def placed(
     parts: Sequence[AssistantPart],
 ) -> tuple[list[ReasoningPart], list[ProviderItem]]:
     """Return the reasoning parts and provider items of ``parts``, indexed as they stand.
 
     The inverse of :func:`assistant_parts` for a framework's list of parts: when every
-    reasoning part and provider item comes before the text and the tool calls, none gets an
-    index (the usual order); otherwise each gets its place, counting the text once (where its
-    first non-empty piece stands).
+    reasoning part and provider item comes before the text and the tool calls, and the
+    reasoning parts before the items, none gets an index (the usual order); otherwise each
+    gets its place, counting the text once (where its first non-empty piece stands).
 
     Args:
         parts: A message's parts in the framework's order (texts may be several pieces).
     """
     places: list[tuple[ReasoningPart | ProviderItem, int]] = []
-    seen_text = seen_other = interleaved = False
+    seen_text = seen_other = seen_item = interleaved = False
     slot = 0
     for part in parts:
         if isinstance(part, str):
@@ -279,7 +322,12 @@ def placed(
         elif isinstance(part, ToolCall):
             seen_other = True
         else:
-            interleaved = interleaved or seen_other
+            # Without indexes, reasoning parts come first, then provider items: an item
+            # before a reasoning part needs its place too.
+            interleaved = (
+                interleaved or seen_other or (seen_item and isinstance(part, ReasoningPart))
+            )
+            seen_item = seen_item or isinstance(part, ProviderItem)
             places.append((part, slot))
         slot += 1
     indexed = [p.model_copy(update={"index": i}) if interleaved else p for p, i in places]

@@ -2,20 +2,36 @@
 
 :func:`to_anthropic` returns the ``system`` and ``messages`` arguments of
 ``client.messages.create``: text, ``image``, ``document``, ``tool_use`` and
-``tool_result`` blocks. :func:`from_anthropic` takes them back, as dicts or as the
-``anthropic`` SDK's objects (``pip install "chatmem[anthropic]"`` installs the SDK).
+``tool_result`` blocks, and in assistant messages ``thinking`` and ``redacted_thinking``
+blocks and any other block the API returned (a server tool's result, a compaction block),
+in the order the API returned them. :func:`from_anthropic` takes them back, as dicts or as
+the ``anthropic`` SDK's objects (``pip install "chatmem[anthropic]"`` installs the SDK).
+
+Thinking becomes a :class:`~chatmem.ReasoningPart` (``thinking`` text and ``signature``; a
+redacted block's ``data`` in ``signature``, with ``redacted=True``); any other assistant block
+becomes a :class:`~chatmem.ProviderItem` holding the block as it came. Both are tagged with
+``provider="anthropic"`` and carry an ``index`` when their order among the text and tool
+calls is not the plain one (thinking first). The way back sends them only if their provider
+is ``"anthropic"``: reasoning parts and items of another provider (or of none) are left out
+silently, by the sending rule, whatever ``lossy`` says.
 
 What the format cannot hold (a :class:`~chatmem.interop.ConversionError` unless
 ``lossy=True``, which leaves it out):
 
-- message ids and creation times (the way back makes new ones) and metadata;
+- message ids and creation times (the way back makes new ones) and metadata; the token usage
+  and the model name of a response are not part of a request (they are read from a response
+  object and left out of a request, without an error);
 - more than one system message, or one that is not first (the system prompt is separate);
 - the formatting of tool arguments other than ``json.dumps`` of the object, and arguments
   that are not a JSON object (an error even when lossy);
 - the name of a tool result (recovered from the matching ``tool_use``) when it differs from
   the call's name, or a tool result whose call is not in the same list;
 - media other than JPEG, PNG, GIF and WebP images and PDF or plain-text documents; image
-  names; image MIME types the URL's extension does not tell; assistant media.
+  names; image MIME types the URL's extension does not tell; assistant media;
+- a reasoning part's ``id`` or ``details``, the text of a redacted part, and a provider item
+  whose ``data`` has another ``type`` than the item;
+- the other way, several non-empty text blocks in one assistant message, or text after a
+  ``tool_use`` block (chatmem keeps one text, before the tool calls).
 
 Example:
     ```python
@@ -34,20 +50,33 @@ import base64
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from chatmem.interop._common import ConversionError, arguments_to_object, object_to_arguments
+from chatmem.interop._common import (
+    AssistantPart,
+    ConversionError,
+    arguments_to_object,
+    object_to_arguments,
+    parts_sent_to,
+    placed,
+)
 from chatmem.interop._media import guess_mime
 from chatmem.messages import (
     AssistantMessage,
     Media,
     Message,
+    ProviderItem,
+    ReasoningPart,
     SystemMessage,
+    TokenUsage,
     ToolCall,
     ToolResponse,
     ToolResponseMessage,
     UserMessage,
 )
 
-__all__ = ["from_anthropic", "to_anthropic"]
+__all__ = ["PROVIDER", "from_anthropic", "to_anthropic", "usage_from_anthropic"]
+
+PROVIDER = "anthropic"
+"""Anthropic's ``gen_ai.provider.name``: the provider of the parts this module reads and sends."""
 
 _IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _DOCUMENTS = frozenset({"application/pdf", "text/plain"})
@@ -108,21 +137,48 @@ def _user(message: UserMessage, lossy: bool) -> dict[str, Any]:
     return {"role": "user", "content": blocks}
 
 
+def _reasoning_block(part: ReasoningPart, lossy: bool) -> dict[str, Any]:
+    if part.id is not None:
+        _fail(lossy, f"the id of a reasoning part ({part.id!r})")
+    if part.details:
+        _fail(lossy, "the details of a reasoning part")
+    if part.redacted:
+        if part.text:
+            _fail(lossy, "the text of a redacted reasoning part")
+        if part.signature is None:
+            _fail(lossy, "a redacted reasoning part without data")
+        return {"type": "redacted_thinking", "data": part.signature or ""}
+    block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
+    if part.signature is not None:
+        block["signature"] = part.signature
+    return block
+
+
+def _item_block(item: ProviderItem, lossy: bool) -> dict[str, Any]:
+    if item.data.get("type") != item.type:
+        _fail(lossy, f"a provider item of type {item.type!r} whose data has another type")
+    return dict(item.data)
+
+
 def _assistant(message: AssistantMessage, lossy: bool) -> dict[str, Any]:
     if message.media:
         _fail(lossy, "media in an assistant message")
-    if not message.tool_calls:
+    parts = parts_sent_to(message, PROVIDER)
+    if all(isinstance(part, str) for part in parts):
         return {"role": "assistant", "content": message.text}
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
-    blocks.extend(
-        {
-            "type": "tool_use",
-            "id": c.id,
-            "name": c.name,
-            "input": arguments_to_object(c.arguments, lossy=lossy, where="Anthropic tool_use"),
-        }
-        for c in message.tool_calls
-    )
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, ToolCall):
+            arguments = arguments_to_object(part.arguments, lossy=lossy, where="Anthropic tool_use")
+            blocks.append(
+                {"type": "tool_use", "id": part.id, "name": part.name, "input": arguments}
+            )
+        elif isinstance(part, ReasoningPart):
+            blocks.append(_reasoning_block(part, lossy))
+        elif isinstance(part, ProviderItem):
+            blocks.append(_item_block(part, lossy))
+        else:
+            blocks.append({"type": "text", "text": part})
     return {"role": "assistant", "content": blocks}
 
 
@@ -168,8 +224,10 @@ def to_anthropic(messages: Sequence[Message], *, lossy: bool = False) -> dict[st
 
 
 def _plain(item: object) -> Any:
+    # An SDK object as the API sent it: the fields it had, explicit nulls included (a provider
+    # item goes back verbatim), and none of the fields it did not have.
     dump = getattr(item, "model_dump", None)
-    return dump(exclude_none=True) if callable(dump) else item
+    return dump(mode="json", exclude_unset=True) if callable(dump) else item
 
 
 def _media_in(block: Mapping[str, Any], lossy: bool) -> Media | None:
@@ -227,39 +285,101 @@ def _user_in(content: Any, names: Mapping[str, str], lossy: bool) -> list[Messag
     return out
 
 
-def _assistant_in(content: Any, names: dict[str, str], lossy: bool) -> AssistantMessage:
+def usage_from_anthropic(usage: Mapping[str, Any]) -> TokenUsage:
+    """Read the ``usage`` of a Messages API response.
+
+    Anthropic counts the tokens read from and written to the prompt cache apart from
+    ``input_tokens``; chatmem's input tokens include them.
+
+    Args:
+        usage: The response's ``usage`` object, as a dict.
+    """
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    written = int(usage.get("cache_creation_input_tokens") or 0)
+    return TokenUsage(
+        input_tokens=int(usage.get("input_tokens") or 0) + read + written,
+        output_tokens=int(usage.get("output_tokens") or 0),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
+
+
+def _reasoning_in(block: Mapping[str, Any], model: str | None) -> ReasoningPart:
+    if block["type"] == "redacted_thinking":
+        return ReasoningPart(
+            redacted=True, signature=block.get("data"), provider=PROVIDER, model=model
+        )
+    return ReasoningPart(
+        text=block.get("thinking") or "",
+        signature=block.get("signature"),
+        provider=PROVIDER,
+        model=model,
+    )
+
+
+def _assistant_in(
+    message: Mapping[str, Any], names: dict[str, str], model: str | None, lossy: bool
+) -> AssistantMessage:
+    content = message.get("content", "")
+    usage = message.get("usage")
+    fields: dict[str, Any] = {"usage": usage_from_anthropic(usage)} if usage else {}
     if isinstance(content, str):
-        return AssistantMessage(content)
+        return AssistantMessage(content, **fields)
+    model = model or message.get("model")
     texts: list[str] = []
-    calls: list[ToolCall] = []
+    text_at: int | None = None  # where the text stands among the parts
+    parts: list[AssistantPart] = []
     for block in map(_plain, content):
         kind = block.get("type")
         if kind == "text":
+            if not block["text"]:
+                continue  # an empty text block: chatmem keeps no text
+            if texts:
+                _refuse(lossy, "several text blocks in one assistant message")
+            elif any(isinstance(p, ToolCall) for p in parts):
+                _refuse(lossy, "text after a tool_use block")
             texts.append(block["text"])
+            text_at = len(parts) if text_at is None else text_at
         elif kind == "tool_use":
             arguments = object_to_arguments(block.get("input"))
-            calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
+            parts.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
             names[block["id"]] = block["name"]
+        elif kind in ("thinking", "redacted_thinking"):
+            parts.append(_reasoning_in(block, model))
         else:
-            _refuse(lossy, f"a {kind!r} block in an assistant message")
-    if len(texts) > 1:
-        _refuse(lossy, "several text blocks in one assistant message")
-    return AssistantMessage("".join(texts), tool_calls=calls)
+            parts.append(ProviderItem(provider=PROVIDER, type=str(kind), data=block, model=model))
+    if text_at is not None:  # lossy: the text of several blocks, and before the calls
+        first_call = next((i for i, p in enumerate(parts) if isinstance(p, ToolCall)), text_at)
+        parts.insert(min(text_at, first_call), "".join(texts))
+    reasoning, items = placed(parts)
+    calls = [p for p in parts if isinstance(p, ToolCall)]
+    return AssistantMessage(
+        "".join(texts), tool_calls=calls, reasoning=reasoning, provider_items=items, **fields
+    )
 
 
 def from_anthropic(
-    messages: Iterable[object], *, system: str | Iterable[object] | None = None, lossy: bool = False
+    messages: Iterable[object],
+    *,
+    system: str | Iterable[object] | None = None,
+    model: str | None = None,
+    lossy: bool = False,
 ) -> list[Message]:
     """Convert Messages API messages (dicts or SDK objects) and system prompt to messages.
 
     A user message's ``tool_result`` blocks become a tool response message, followed by a
     user message if it has text or media too; each result is named after its ``tool_use``.
+    An assistant message's thinking blocks become reasoning parts and its other blocks
+    (beyond text and ``tool_use``) provider items, in order; a response object (an SDK
+    ``Message``) also gives its token usage and model.
 
     Args:
         messages: The messages, oldest first.
         system: The system prompt, as text or text blocks.
-        lossy: Leave out what chatmem cannot hold (``thinking`` blocks, ``is_error``, other
-            block types) instead of raising.
+        model: The model that produced the assistant messages, recorded on their reasoning
+            parts and provider items (a response object names its own).
+        lossy: Leave out what chatmem cannot hold (``is_error``, unknown blocks in a user
+            message, several text blocks in one answer) instead of raising.
 
     Raises:
         ConversionError: If a message has an unknown role or holds what chatmem cannot.
@@ -282,7 +402,7 @@ def from_anthropic(
         if role == "user":
             out.extend(_user_in(message.get("content", ""), names, lossy))
         elif role == "assistant":
-            out.append(_assistant_in(message.get("content", ""), names, lossy))
+            out.append(_assistant_in(message, names, model, lossy))
         else:
             raise ConversionError(f"unknown Anthropic message role {role!r}")
     return out
