@@ -227,7 +227,7 @@ def _plain(item: object) -> Any:
     # An SDK object as the API sent it: the fields it had, explicit nulls included (a provider
     # item goes back verbatim), and none of the fields it did not have.
     dump = getattr(item, "model_dump", None)
-    return dump(mode="json", exclude_unset=True) if callable(dump) else item
+    return dump(mode="json", exclude_unset=True, warnings=False) if callable(dump) else item
 
 
 def _media_in(block: Mapping[str, Any], lossy: bool) -> Media | None:

@@ -47,6 +47,7 @@ from chatmem.testing._schedule import CheckerSettings
 from chatmem.testing._summarizer import folding_summarizer
 from chatmem.testing._sync.history_checker import HistoryChecker
 from chatmem.testing._sync.scripted import ScriptedChatModel
+from chatmem.testing.anthropic_server import AnthropicTestServer, ScriptedMessage
 from chatmem.testing.openai_server import OpenAITestServer, ScriptedCompletion
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ __all__ = [
     "HOSTILE_CONVERSATION_IDS",
     "PREVIOUS_CODEC_RECORD",
     "Anomaly",
+    "AnthropicTestServer",
     "AsyncHistoryChecker",
     "AsyncHistoryCheckerConformance",
     "AsyncRepositoryConformance",
@@ -99,6 +101,7 @@ __all__ = [
     "RepositoryConformance",
     "ScriptedChatModel",
     "ScriptedCompletion",
+    "ScriptedMessage",
     "ScriptedReply",
     "SummaryConformance",
     "check_history",

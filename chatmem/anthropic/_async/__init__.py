@@ -1,0 +1,1 @@
+"""Async source of the Anthropic chat model; ``_sync`` holds its generated twin."""
