@@ -149,7 +149,8 @@ def request_kwargs(
 
     Reasoning parts and provider items of other providers are left out (the sending rule);
     Anthropic's are sent back unchanged, in their order. Options the API has no field for
-    (penalties, seed) are not sent.
+    (penalties, seed) are not sent; ``temperature`` and ``top_p``, which the SDK no longer
+    takes, are sent in the body when set.
 
     Args:
         prompt: The prompt.
@@ -166,20 +167,27 @@ def request_kwargs(
     kwargs: dict[str, Any] = {"model": options.model, "max_tokens": max_tokens, **payload}
     if budget is not None:
         kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
-    if options.temperature is not None:
-        kwargs["temperature"] = options.temperature
-    if options.top_p is not None:
-        kwargs["top_p"] = options.top_p
+    # The SDK has no parameter for the sampling options any more (newer models fix them):
+    # sent in the body when set, where a model that refuses them says so.
+    body: dict[str, Any] = {
+        name: value
+        for name in ("temperature", "top_p")
+        if (value := getattr(options, name)) is not None
+    }
     if options.stop is not None:
         kwargs["stop_sequences"] = list(options.stop)
     if prompt.tools:
         kwargs["tools"] = _tools(prompt.tools)
         if options.tool_choice is not None or options.parallel_tool_calls is not None:
             kwargs["tool_choice"] = _tool_choice(options.tool_choice, options.parallel_tool_calls)
+    if options.response_format is not None:
+        schema = dict(options.response_format).get("schema", {})
+        kwargs["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     if settings.interleaved_thinking:
         kwargs["extra_headers"] = {"anthropic-beta": INTERLEAVED_THINKING_BETA}
-    if options.extra:
-        kwargs["extra_body"] = dict(options.extra)
+    body.update(options.extra)
+    if body:
+        kwargs["extra_body"] = body
     return kwargs
 
 

@@ -263,6 +263,9 @@ class AnthropicTestServer:
         self._count = 0
         self.requests: list[AnthropicRequest] = []
         """Every request received, in order."""
+        self.responses: list[dict[str, Any]] = []
+        """Every message answered (whole, also when it was streamed or cut short), in order:
+        what the client must send back."""
         self.respond: Callable[[dict[str, Any]], ScriptedMessage] | None = None
         """Answers requests once the script is used up."""
 
@@ -483,6 +486,8 @@ class AnthropicTestServer:
                 "cache_read_input_tokens": read,
             },
         }
+        with self._lock:
+            self.responses.append(message)
         if body.get("stream"):
             events = _stream_events(message, script)
             return _Reply(events=events, delay=script.delay)
