@@ -17,7 +17,9 @@ class ChatModel(Protocol):
     """A chat model: answers a prompt whole or as a stream of chunks.
 
     Implementations raise :class:`~chatmem.ChatModelError` (or a subclass) when the provider
-    fails, never the provider SDK's own exceptions.
+    fails, never the provider SDK's own exceptions. A model may name its provider in a
+    ``provider_name`` attribute (OpenTelemetry's ``gen_ai.provider.name``, such as
+    ``"anthropic"``): spans and metrics report it, and ``"unknown"`` for a model without one.
     """
 
     def call(self, prompt: Prompt) -> ChatResponse:
