@@ -541,3 +541,17 @@ def test_an_entity_is_asked_for_with_structured_output(server: AnthropicTestServ
     output = server.message_requests[0]["output_config"]["format"]
     assert output["type"] == "json_schema"
     assert output["schema"]["properties"]["number"] == {"title": "Number", "type": "string"}
+
+
+def test_a_model_needs_a_key_or_a_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatmem import ConfigurationError
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
+        AnthropicChatModel()
+    with pytest.raises(ConfigurationError, match="timeout"):
+        AnthropicChatModel(api_key="k", timeout=0)
+    with AnthropicChatModel(base_url="http://user:secret@127.0.0.1:9") as model:
+        assert "secret" not in repr(model)
+        assert model.provider_name == "anthropic"

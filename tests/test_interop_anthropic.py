@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from chatmem import AssistantMessage, ProviderItem, ReasoningPart, TokenUsage, ToolCall
 from chatmem.interop import ConversionError
@@ -169,3 +170,34 @@ def test_the_sending_rule_keeps_only_the_providers_parts() -> None:
             ],
         }
     ]
+
+
+@PROPERTY
+@given(
+    st.lists(st.none() | st.integers(0, 8), max_size=4),
+    st.lists(st.none() | st.integers(0, 8), max_size=2),
+    st.booleans(),
+    st.integers(0, 3),
+)
+def test_every_part_has_one_place_whatever_the_indexes(
+    reasoning_at: list, items_at: list, has_text: bool, calls: int
+) -> None:
+    # Indexes past the end, taken twice or mixed with parts without one still give each part
+    # exactly one place; text comes before the tool calls.
+    message = AssistantMessage(
+        "answer" if has_text else "",
+        tool_calls=[ToolCall(id=f"t{n}", name="f", arguments="{}") for n in range(calls)],
+        reasoning=[ReasoningPart(text=str(n), index=i) for n, i in enumerate(reasoning_at)],
+        provider_items=[
+            ProviderItem(provider="p", type="x", data={"n": n}, index=i)
+            for n, i in enumerate(items_at)
+        ],
+    )
+    parts = assistant_parts(message)
+    assert len(parts) == len(reasoning_at) + len(items_at) + has_text + calls
+    if None not in reasoning_at:  # indexed parts keep the order of their indexes
+        in_order = sorted(message.reasoning, key=lambda p: p.index or 0)
+        assert [p for p in parts if isinstance(p, ReasoningPart)] == in_order
+    assert [p for p in parts if isinstance(p, ToolCall)] == message.tool_calls
+    if has_text and calls:
+        assert parts.index(TEXT) < parts.index(message.tool_calls[0])
