@@ -25,7 +25,7 @@ A repository that takes ``clock=`` is tested for expiry without sleeping: set
 advances it over the time to live.
 
 The suites need pytest (and pytest-asyncio for the async variant); they are imported on first
-use, so the scripted model, the history checker and the test server work without pytest.
+use, so the scripted model, the history checker and the test servers work without pytest.
 """
 
 from typing import TYPE_CHECKING, Any
