@@ -200,4 +200,4 @@ def test_every_part_has_one_place_whatever_the_indexes(
         assert [p for p in parts if isinstance(p, ReasoningPart)] == in_order
     assert [p for p in parts if isinstance(p, ToolCall)] == message.tool_calls
     if has_text and calls:
-        assert parts.index(TEXT) < parts.index(message.tool_calls[0])
+        assert parts.index("answer") < parts.index(message.tool_calls[0])
