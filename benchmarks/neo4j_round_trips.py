@@ -2,11 +2,11 @@
 """Round trips and statements per memory read and per append on the Neo4j repository.
 
 The driver has no command listener, so this counts on the wire: the repository talks to the
-server through the TCP proxy of ``tests/test_neo4j_faults.py``, which counts a round trip
-each time the client sends after the server has answered. Statements are counted by wrapping
-the driver session's ``run``. Both at several stored history lengths, sync and async. Then 16
-concurrent writers x 200 appends to one conversation, checking that 3,200 messages are
-stored, none lost or duplicated, each writer's order kept.
+server through the TCP proxy of ``tests/backends/neo4j/test_neo4j_faults.py``, which counts
+a round trip each time the client sends after the server has answered. Statements are
+counted by wrapping the driver session's ``run``. Both at several stored history lengths,
+sync and async. Then 16 concurrent writers x 200 appends to one conversation, checking that
+3,200 messages are stored, none lost or duplicated, each writer's order kept.
 
 Usage:
     python benchmarks/neo4j_round_trips.py --url bolt://127.0.0.1:7687 --lengths 10,10000
@@ -37,7 +37,7 @@ from chatmem import (
 )
 from chatmem.backend import run_all
 from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
-from tests.test_neo4j_faults import TcpProxy
+from tests.backends.neo4j.test_neo4j_faults import TcpProxy
 
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
 statements = 0

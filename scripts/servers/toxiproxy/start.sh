@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start Toxiproxy v2.5.0 (a TCP proxy whose faults the tests switch on and off over HTTP)
 # on 127.0.0.1:${CHATMEM_TOXIPROXY_PORT:-8474}. It starts with no proxies: each test
-# creates the proxies it needs through the API (tests/toxiproxy.py).
+# creates the proxies it needs through the API (tests/support/toxiproxy.py).
 #   URL: http://127.0.0.1:8474
 # The server is built once from the Go module proxy into
 # $CHATMEM_SERVERS_CACHE/toxiproxy and rebuilt only when the version or Go changes
