@@ -2,7 +2,7 @@
 """Run benchmarks/turns.py against every backend and write one Markdown table.
 
 Backends are read from the same environment variables as the tests
-(``CHATMEM_TEST_<NAME>_URL``, defaults as in tests/conftest.py). Results go to
+(``CHATMEM_TEST_<NAME>_URL``, defaults as in tests/support/servers.py). Results go to
 ``benchmarks/results/<backend>-<flavor>.json`` and ``benchmarks/results/turns.md``.
 
 Usage:

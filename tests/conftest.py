@@ -1,58 +1,63 @@
-"""Shared fixtures: where the test servers are, and what to do when one is missing.
+"""Shared fixtures: Hypothesis' profile, and the servers' URLs with their clean-up.
 
-``scripts/test`` starts every server and exports ``CHATMEM_TEST_<NAME>_URL``; the defaults
-below match the ports the server scripts use. Locally, a server that is not reachable skips
-its tests with the reason; in CI (``CI=true``) it fails them.
+Where the servers are is :mod:`tests.support.servers`; what is dropped after a test is
+:mod:`tests.support.cleanup`.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-from urllib.parse import urlsplit
+import uuid
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
+
+from tests.support.cleanup import (
+    drop_mongodb_collections,
+    drop_redis_cluster_keys,
+    drop_redis_keys,
+)
+from tests.support.servers import server_url
 
 # Property tests check behaviour, not speed: Hypothesis' default 200 ms deadline per example
 # fails them on a busy 2-core machine, so it is off for every test (speed is benchmarked).
 settings.register_profile("chatmem", deadline=None)
 settings.load_profile("chatmem")
 
-DEFAULT_URLS = {
-    "postgresql": "postgresql+psycopg://test:test@127.0.0.1:54329/testdb",
-    "mariadb": "mysql+pymysql://test:test@127.0.0.1:33061/testdb?charset=utf8mb4",
-    "redis": "redis://127.0.0.1:63799/0",
-    # Six nodes on 7101-7106 (scripts/servers/redis-cluster/start.sh); three seeds suffice.
-    "redis_cluster": "redis+cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103",
-    "mongodb": "mongodb://127.0.0.1:27027/chatmem_test",
-    "cassandra": "cassandra://127.0.0.1:9042/chatmem_test",
-    "neo4j": "bolt://127.0.0.1:7687",
-    # Toxiproxy's HTTP API: the fault tests put its proxies between a repository and a server.
-    "toxiproxy": "http://127.0.0.1:8474",
-}
+
+@pytest.fixture(scope="module")
+def redis_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The Redis test server's URL; after the module, the keys under its ``PREFIX`` are deleted.
+
+    Every module that uses it names its key prefix in a module-level ``PREFIX``.
+    """
+    url = server_url("redis")
+    yield url
+    drop_redis_keys(url, request.module.PREFIX)
 
 
-def server_url(name: str) -> str:
-    """Return the test server URL for ``name``, or skip (fail in CI) if it is unreachable."""
-    if os.environ.get("CHATMEM_SKIP_SERVERS") == "1":
-        # A run that is meant to use no server (scripts/test-pythons on the other Pythons):
-        # its backend tests skip even in CI, even if a server happens to be up.
-        pytest.skip(f"CHATMEM_SKIP_SERVERS=1: this run uses no {name} server")
-    url = os.environ.get(f"CHATMEM_TEST_{name.upper()}_URL", DEFAULT_URLS[name])
-    parts = urlsplit(url)
-    # The first of several hosts ("h1:7101,h2:7102"): the one the check connects to.
-    parts = parts._replace(netloc=parts.netloc.split(",")[0])
-    host = parts.hostname or "127.0.0.1"
-    port = parts.port or {"cassandra": 9042, "neo4j": 7687}.get(name, 0)
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            pass
-    except OSError as exc:
-        message = f"{name} test server not reachable at {host}:{port} ({exc})"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(message + "; in CI every server must be up")
-        # The MongoDB-wire test server is FerretDB; the others are named after their server.
-        script = {"mongodb": "ferretdb", "postgresql": "postgres"}.get(name, name.replace("_", "-"))
-        pytest.skip(message + "; start it with scripts/servers/" + script + "/start.sh")
-    return url
+@pytest.fixture(scope="module")
+def redis_cluster_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The Redis Cluster's URL; after the module, the keys under its ``PREFIX`` are deleted."""
+    url = server_url("redis_cluster")
+    yield url
+    drop_redis_cluster_keys(url, request.module.PREFIX)
+
+
+@pytest.fixture(scope="module")
+def mongodb_url() -> str:
+    """The MongoDB-wire test server's URL (FerretDB)."""
+    return server_url("mongodb")
+
+
+@pytest.fixture
+def mongodb_prefix(mongodb_url: str) -> Iterator[str]:
+    """A collection prefix of one test; its collections are dropped after it.
+
+    FerretDB 1.24 (SQLite) scans a whole collection for every query but ``_id`` lookups, so
+    sharing collections across tests would make each test slower than the last (see
+    docs/backends/mongodb.md).
+    """
+    prefix = f"t{uuid.uuid4().hex[:8]}_"
+    yield prefix
+    drop_mongodb_collections(mongodb_url, prefix)

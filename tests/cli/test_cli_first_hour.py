@@ -17,7 +17,7 @@ from chatmem.testing import OpenAITestServer, ScriptedCompletion
 from chatmem_cli import app
 from chatmem_cli._doctor import drivers_for
 from chatmem_repositories import create_repository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from chatmem_cli.importers.langchain import (
     langchain_sql_conversations,
 )
 from chatmem_cli.importers.sources import SourceError
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # langchain-community is being sunset

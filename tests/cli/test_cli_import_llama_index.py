@@ -30,7 +30,7 @@ from chatmem_cli.importers.llama_index import (
     llama_index_sql_conversations,
 )
 from chatmem_cli.importers.sources import SourceError
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 
 def conversation(tag: str) -> list[li.ChatMessage]:

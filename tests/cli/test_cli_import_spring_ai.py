@@ -44,7 +44,7 @@ from chatmem_cli.importers.spring_ai import (
     spring_ai_mongodb_conversations,
     spring_ai_neo4j_conversations,
 )
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = Path(__file__).resolve().parent / "spring_ai"

@@ -35,7 +35,7 @@ from chatmem_cli import _transfer_engine as transfer
 from chatmem_cli import app
 from chatmem_cli._transfer_engine import import_lines, iter_conversations, iter_history
 from chatmem_repositories import create_repository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 CONVERSATIONS = int(os.environ.get("CHATMEM_MIGRATE_CONVERSATIONS", "200"))
 MESSAGES = 50

@@ -5,11 +5,9 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 from typer.testing import CliRunner
 
 from chatmem import (
@@ -24,10 +22,9 @@ from chatmem import (
 from chatmem.testing import ScriptedChatModel, folding_summarizer
 from chatmem_cli import app
 from chatmem_repositories import create_repository
-from tests.conftest import server_url
 
 runner = CliRunner()
-REDIS_PREFIX = f"chatmem-cli-summary-{uuid.uuid4().hex[:8]}"
+PREFIX = f"chatmem-cli-summary-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(autouse=True)
@@ -41,23 +38,12 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COLUMNS", "200")
 
 
-@pytest.fixture(scope="module")
-def redis_base() -> Iterator[str]:
-    url = server_url("redis")
-    yield url
-    with redis.Redis.from_url(url) as client:
-        for pattern in (f"{{{REDIS_PREFIX}:*", f"{{{REDIS_PREFIX}}}:*", f"{REDIS_PREFIX}*"):
-            keys = list(client.scan_iter(match=pattern, count=1000))
-            for start in range(0, len(keys), 500):
-                client.delete(*keys[start : start + 500])
-
-
 @pytest.fixture(params=["sqlite", "redis"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'chat.db'}"
-    base = request.getfixturevalue("redis_base")
-    return f"{base}?key_prefix={REDIS_PREFIX}"
+    base = request.getfixturevalue("redis_url")
+    return f"{base}?key_prefix={PREFIX}"
 
 
 def invoke(*args: str) -> tuple[int, str]:

@@ -30,7 +30,7 @@ from chatmem.backend import MAX_LIMIT
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem_cli import app
 from chatmem_repositories import create_repository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 DEPTH = 100_000
 DEEP = '{"a":' * DEPTH + "1" + "}" * DEPTH

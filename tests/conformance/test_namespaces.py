@@ -15,7 +15,7 @@ from chatmem_repositories.cassandra import CassandraOptions
 from chatmem_repositories.mongodb._options import MongoOptions
 from chatmem_repositories.redis._schema import KeyLayout
 from chatmem_repositories.sql._schema import build_tables
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 # -- Redis -----------------------------------------------------------------------------------
 

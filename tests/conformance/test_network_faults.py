@@ -38,7 +38,8 @@ from chatmem.exceptions import (
 )
 from chatmem.messages import AssistantMessage, Message, UserMessage
 from chatmem_repositories import create_async_repository, create_repository
-from tests.conftest import server_url
+from tests.support.backends import SERVERS
+from tests.support.servers import DEFAULT_PORTS, server_url
 from tests.support.toxiproxy import Proxy, Toxiproxy
 
 # The timeout every backend is configured with here (seconds): each phase below lasts a few
@@ -51,22 +52,15 @@ BOUND = 6.0
 
 # Every backend takes the same two timeouts.
 TIMEOUTS: dict[str, Any] = {"read_timeout": TIMEOUT, "connect_timeout": TIMEOUT}
-# Per backend: the default port, and options that set every timeout to TIMEOUT.
-BACKENDS: dict[str, tuple[int, dict[str, Any]]] = {
-    "postgresql": (5432, TIMEOUTS),
-    "mariadb": (3306, TIMEOUTS),
-    "redis": (6379, TIMEOUTS),
-    "mongodb": (27017, TIMEOUTS),
-    "cassandra": (9042, TIMEOUTS),
-    "neo4j": (
-        7687,
-        {
-            **TIMEOUTS,
-            # Neo4j's driver also waits for a pooled connection and retries transactions.
-            "connection_acquisition_timeout": 2 * TIMEOUT,
-            "max_transaction_retry_time": TIMEOUT,
-        },
-    ),
+# Per backend: options that set every timeout to TIMEOUT.
+OPTIONS: dict[str, dict[str, Any]] = {
+    **dict.fromkeys(SERVERS, TIMEOUTS),
+    # Neo4j's driver also waits for a pooled connection and retries transactions.
+    "neo4j": {
+        **TIMEOUTS,
+        "connection_acquisition_timeout": 2 * TIMEOUT,
+        "max_transaction_retry_time": TIMEOUT,
+    },
 }
 # Options for the repositories that read and retry straight from the server.
 DIRECT: dict[str, dict[str, Any]] = {
@@ -152,7 +146,7 @@ def _faults(proxy: Proxy, outcomes: Outcomes) -> Iterator[float]:
 def _proxy(backend: str) -> Iterator[tuple[Proxy, str, str]]:
     url = server_url(backend)
     api = Toxiproxy(server_url("toxiproxy"))
-    port, _ = BACKENDS[backend]
+    port = DEFAULT_PORTS[backend]
     proxy = api.create(f"faults_{backend}_{uuid.uuid4().hex[:8]}", _upstream(url, port))
     try:
         yield proxy, url, _with_address(url, proxy.address)
@@ -214,7 +208,7 @@ def _check(backend: str, url: str, cid: str, outcomes: Outcomes) -> None:
 
 
 def _run_sync(backend: str) -> None:
-    _, options = BACKENDS[backend]
+    options = OPTIONS[backend]
     cid = f"faults-{uuid.uuid4()}"
     outcomes = Outcomes()
     stop = threading.Event()
@@ -257,7 +251,7 @@ def _run_sync(backend: str) -> None:
 
 
 async def _run_async(backend: str) -> None:
-    _, options = BACKENDS[backend]
+    options = OPTIONS[backend]
     cid = f"faults-{uuid.uuid4()}"
     outcomes = Outcomes()
     with _proxy(backend) as (proxy, url, proxied):
@@ -306,7 +300,7 @@ def _params(names: list[str]) -> list[Any]:
     return [pytest.param(name, marks=[pytest.mark.backend(name)]) for name in names]
 
 
-@pytest.mark.parametrize("backend", _params(list(BACKENDS)))
+@pytest.mark.parametrize("backend", _params(list(SERVERS)))
 def test_faults_lose_nothing_and_unknown_outcomes_apply_once_after_retry(backend: str) -> None:
     _run_sync(backend)
 

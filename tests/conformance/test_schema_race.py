@@ -26,7 +26,7 @@ from sqlalchemy import create_engine, inspect
 
 from chatmem import RepositoryConnectionError, RepositoryError, UserMessage
 from chatmem_repositories import create_async_repository, create_repository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 RACERS = 4
 """Repository objects racing to create one schema (each with its own connections)."""

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-import redis
-from pymongo import MongoClient
 
 from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
 from chatmem.testing import AsyncSummaryConformance, SummaryConformance
 from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
-from tests.conftest import server_url
 
 PREFIX = f"chatmem-summary-{uuid.uuid4().hex[:8]}"
 
@@ -41,17 +38,6 @@ class TestInMemorySummariesSync(SummaryConformance):
 # -- Redis ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    url = server_url("redis")
-    yield url
-    with redis.Redis.from_url(url) as client:
-        for pattern in (f"{{{PREFIX}:*", f"{{{PREFIX}}}:*"):
-            keys = list(client.scan_iter(match=pattern, count=1000))
-            for start in range(0, len(keys), 500):
-                client.delete(*keys[start : start + 500])
-
-
 class TestRedisSummariesAsync(AsyncSummaryConformance):
     @pytest.fixture
     def repository_factory(
@@ -75,30 +61,15 @@ class TestRedisSummariesSync(SummaryConformance):
 # -- MongoDB (FerretDB) -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def mongodb_prefix() -> Iterator[tuple[str, str]]:
-    url = server_url("mongodb")
-    name = f"sum{uuid.uuid4().hex[:8]}_"
-    yield url, name
-    client: MongoClient[dict[str, Any]] = MongoClient(url)
-    try:
-        database = client.get_default_database()
-        for collection in database.list_collection_names():
-            if collection.startswith(name):
-                database.drop_collection(collection)
-    finally:
-        client.close()
-
-
 @pytest.mark.backend("mongodb")
 class TestMongoSummariesAsync(AsyncSummaryConformance):
     supports_clock = True  # FerretDB has no TTL index: chatmem's stored expiry decides
 
     @pytest.fixture
     def repository_factory(
-        self, mongodb_prefix: tuple[str, str]
+        self, mongodb_url: str, mongodb_prefix: str
     ) -> Callable[..., Awaitable[AsyncMongoChatMemoryRepository]]:
-        url, prefix = mongodb_prefix
+        url, prefix = mongodb_url, mongodb_prefix
 
         async def factory(**options: Any) -> AsyncMongoChatMemoryRepository:
             return AsyncMongoChatMemoryRepository.from_url(url, collection_prefix=prefix, **options)
@@ -112,9 +83,9 @@ class TestMongoSummariesSync(SummaryConformance):
 
     @pytest.fixture
     def repository_factory(
-        self, mongodb_prefix: tuple[str, str]
+        self, mongodb_url: str, mongodb_prefix: str
     ) -> Callable[..., MongoChatMemoryRepository]:
-        url, prefix = mongodb_prefix
+        url, prefix = mongodb_url, mongodb_prefix
 
         def factory(**options: Any) -> MongoChatMemoryRepository:
             return MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, **options)

@@ -30,7 +30,7 @@ from chatmem.telemetry import configure
 from chatmem.testing import AsyncScriptedChatModel, ScriptedChatModel
 from chatmem_advisors import AsyncMessageChatMemoryAdvisor, MessageChatMemoryAdvisor
 from chatmem_repositories import create_async_repository, create_repository
-from tests.conftest import server_url
+from tests.support.backends import backend_url
 
 # The backend, and the db.system.name values the conventions allow for it.
 SYSTEMS = {
@@ -43,12 +43,6 @@ SYSTEMS = {
     "neo4j": {"neo4j"},
 }
 SECRET = "my passport number is 0071234"
-
-
-def url_of(name: str, tmp_path: Path) -> str:
-    if name == "sqlite":
-        return f"sqlite:///{tmp_path / 'chat.db'}"
-    return server_url(name)
 
 
 def options_of(name: str) -> dict[str, Any]:
@@ -87,7 +81,7 @@ def check(exporter: InMemorySpanExporter, backend: str, repository: Any) -> None
 
 @pytest.mark.parametrize("backend", sorted(SYSTEMS))
 def test_repository_spans_sync(backend: str, tmp_path: Path, spans: InMemorySpanExporter) -> None:
-    with create_repository(url_of(backend, tmp_path), **options_of(backend)) as repository:
+    with create_repository(backend_url(backend, tmp_path), **options_of(backend)) as repository:
         memory = MessageWindowChatMemory(repository)
         client = (
             ChatClient.builder(ScriptedChatModel(["Noted."]))
@@ -104,7 +98,7 @@ def test_repository_spans_sync(backend: str, tmp_path: Path, spans: InMemorySpan
 async def test_repository_spans_async(
     backend: str, tmp_path: Path, spans: InMemorySpanExporter
 ) -> None:
-    repository = create_async_repository(url_of(backend, tmp_path), **options_of(backend))
+    repository = create_async_repository(backend_url(backend, tmp_path), **options_of(backend))
     async with repository:
         memory = AsyncMessageWindowChatMemory(repository)
         client = (
@@ -124,7 +118,7 @@ def test_repository_duration_metric_by_backend_and_operation(tmp_path: Path) -> 
     meters = MeterProvider(metric_readers=[reader])
     configure(tracer_provider=TracerProvider(), meter_provider=meters)
     try:
-        with create_repository(url_of("sqlite", tmp_path)) as repository:
+        with create_repository(backend_url("sqlite", tmp_path)) as repository:
             memory = MessageWindowChatMemory(repository)
             memory.add("c1", [])
             client = ChatClient.builder(ScriptedChatModel(["a", "b"]))

@@ -13,7 +13,7 @@ from chatmem_repositories import create_async_repository, create_repository, red
 from chatmem_repositories.cassandra._options import parse_url as cassandra_url
 from chatmem_repositories.mongodb._options import parse_url as mongo_url
 from chatmem_repositories.options import split_url
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 SECRET = "Zq7-S3cret"
 

@@ -23,7 +23,7 @@ from pytest_examples import CodeExample, EvalExample, find_examples
 
 from chatmem.testing import OpenAITestServer, ScriptedCompletion
 from chatmem.testing.openai_embeddings import add_embeddings_route
-from tests.conftest import DEFAULT_URLS, server_url
+from tests.support.servers import DEFAULT_URLS, server_url
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = [

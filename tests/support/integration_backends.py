@@ -10,17 +10,8 @@ from typing import Any
 import pytest
 
 from chatmem_repositories import create_async_repository, create_repository
-from tests.conftest import server_url
-
-BACKENDS = ["memory", "sqlite", "postgresql", "redis"]
-
-
-def url_of(name: str, tmp_path: Path) -> str:
-    if name == "memory":
-        return "memory://"
-    if name == "sqlite":
-        return f"sqlite:///{tmp_path / 'chat.db'}"
-    return server_url(name)
+from tests.support.backends import INTEGRATION, INTEGRATION_SMOKE, backend_url
+from tests.support.servers import server_url
 
 
 def new_conversation_id() -> str:
@@ -28,29 +19,25 @@ def new_conversation_id() -> str:
     return f"it-{uuid.uuid4().hex}"
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=INTEGRATION)
 def repository(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    repo = create_repository(url_of(request.param, tmp_path))
+    repo = create_repository(backend_url(request.param, tmp_path))
     try:
         yield repo
     finally:
         repo.close()
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=INTEGRATION)
 async def async_repository(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
-    repo = create_async_repository(url_of(request.param, tmp_path))
+    repo = create_async_repository(backend_url(request.param, tmp_path))
     try:
         yield repo
     finally:
         await repo.aclose()
 
 
-# The other four backends: one smoke test per integration, so every backend is covered.
-OTHER_BACKENDS = ["mariadb", "mongodb", "cassandra", "neo4j"]
-
-
-@pytest.fixture(params=OTHER_BACKENDS)
+@pytest.fixture(params=INTEGRATION_SMOKE)
 def other_repository(request: pytest.FixtureRequest) -> Iterator[Any]:
     repo = create_repository(server_url(request.param))
     try:
@@ -59,7 +46,7 @@ def other_repository(request: pytest.FixtureRequest) -> Iterator[Any]:
         repo.close()
 
 
-@pytest.fixture(params=OTHER_BACKENDS)
+@pytest.fixture(params=INTEGRATION_SMOKE)
 async def other_async_repository(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     repo = create_async_repository(server_url(request.param))
     try:

@@ -41,7 +41,7 @@ from chatmem_advisors._long_term import (
     VECTOR_STORE_TOP_K,
 )
 from chatmem_advisors._sync.vector_store_advisor import VectorStoreChatMemoryAdvisor
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 FACT = "My favourite colour is teal"
 QUESTION = "What is my favourite colour?"

@@ -19,7 +19,7 @@ from chatmem_repositories.cassandra import (
     AsyncCassandraChatMemoryRepository,
     CassandraChatMemoryRepository,
 )
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("cassandra")
 

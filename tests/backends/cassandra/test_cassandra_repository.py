@@ -30,7 +30,7 @@ from chatmem_repositories.cassandra import (
     CassandraChatMemoryRepository,
     CassandraVectorStore,
 )
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("cassandra")
 

@@ -17,7 +17,7 @@ from chatmem.testing.vectors import (
 )
 from chatmem.vector_store import VectorDocument
 from chatmem_repositories.cassandra import AsyncCassandraVectorStore, CassandraVectorStore
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("cassandra")
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,28 +16,8 @@ from chatmem_repositories.mongodb import (
     AsyncMongoChatMemoryRepository,
     MongoChatMemoryRepository,
 )
-from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("mongodb")
-
-
-@pytest.fixture
-def url() -> str:
-    return server_url("mongodb")
-
-
-@pytest.fixture
-def prefix(url: str) -> Iterator[str]:
-    name = f"op{uuid.uuid4().hex[:8]}_"
-    yield name
-    client: MongoClient[dict[str, Any]] = MongoClient(url, serverSelectionTimeoutMS=5000)
-    try:
-        database = client.get_default_database()
-        for collection in database.list_collection_names():
-            if collection.startswith(name):
-                database.drop_collection(collection)
-    finally:
-        client.close()
 
 
 class _Started(monitoring.CommandListener):
@@ -75,10 +53,13 @@ def test_misspelt_option_fails_with_did_you_mean(query: str, suggestion: str) ->
         create_async_repository("mongodb://h/db", **{name: "x"})
 
 
-def test_declared_driver_parameters_pass_through_in_any_case(url: str, prefix: str) -> None:
+def test_declared_driver_parameters_pass_through_in_any_case(
+    mongodb_url: str, mongodb_prefix: str
+) -> None:
     assert {"replicaSet", "authSource", "tls", "appName"} <= set(DRIVER_PARAMETERS)
     with create_repository(
-        f"{url}?collection_prefix={prefix}&APPNAME=chatmem-test&maxPoolSize=7", minPoolSize=0
+        f"{mongodb_url}?collection_prefix={mongodb_prefix}&APPNAME=chatmem-test&maxPoolSize=7",
+        minPoolSize=0,
     ) as repository:
         options = repository._client.options
         assert options.pool_options.metadata["application"]["name"] == "chatmem-test"
@@ -87,18 +68,18 @@ def test_declared_driver_parameters_pass_through_in_any_case(url: str, prefix: s
         assert len(repository.find_by_conversation_id("c")) == 1
 
 
-def test_driver_options_reach_pymongo(url: str, prefix: str) -> None:
+def test_driver_options_reach_pymongo(mongodb_url: str, mongodb_prefix: str) -> None:
     listener = _Started()
     with MongoChatMemoryRepository.from_url(
-        url,
-        collection_prefix=prefix,
+        mongodb_url,
+        collection_prefix=mongodb_prefix,
         driver_options={"event_listeners": [listener], "maxIdleTimeMS": 1234},
     ) as repository:
         repository.append("c", [UserMessage("x")])
         assert repository._client.options.pool_options.max_idle_time_seconds == 1.234
     assert "insert" in listener.names
     with pytest.raises(ConfigurationError, match="mapping"):
-        create_repository(url, driver_options="maxIdleTimeMS=1")
+        create_repository(mongodb_url, driver_options="maxIdleTimeMS=1")
 
 
 def test_timeouts_chatmem_names_and_driver_names() -> None:
@@ -121,25 +102,27 @@ def test_timeouts_chatmem_names_and_driver_names() -> None:
         assert pool(repository) == (5.0, 5.0, 6.0)  # an explicit chatmem option wins
 
 
-def test_initialize_schema_takes_always_or_never(url: str, prefix: str) -> None:
+def test_initialize_schema_takes_always_or_never(mongodb_url: str, mongodb_prefix: str) -> None:
     with create_repository(
-        f"{url}?initialize_schema=never", collection_prefix=prefix
+        f"{mongodb_url}?initialize_schema=never", collection_prefix=mongodb_prefix
     ) as repository:
         assert repository._ready_done  # "never": nothing to create
-    client: MongoClient[dict[str, Any]] = MongoClient(url)
+    client: MongoClient[dict[str, Any]] = MongoClient(mongodb_url)
     try:
         with pytest.raises(TypeError, match="create_indexes"):
-            MongoChatMemoryRepository(client, collection_prefix=prefix, create_indexes=False)  # type: ignore[call-arg]
+            MongoChatMemoryRepository(
+                client, collection_prefix=mongodb_prefix, create_indexes=False
+            )  # type: ignore[call-arg]
     finally:
         client.close()
     with pytest.raises(ConfigurationError, match="initialize_schema"):
-        create_repository(url, initialize_schema="sometimes")
+        create_repository(mongodb_url, initialize_schema="sometimes")
 
 
-def test_clock_decides_the_stored_expiry(url: str, prefix: str) -> None:
+def test_clock_decides_the_stored_expiry(mongodb_url: str, mongodb_prefix: str) -> None:
     clock = ManualClock()
     with MongoChatMemoryRepository.from_url(
-        url, collection_prefix=prefix, ttl=3600, clock=clock
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=3600, clock=clock
     ) as repository:
         repository.append("c", [UserMessage("x")])
         clock.advance(3599)
@@ -150,12 +133,12 @@ def test_clock_decides_the_stored_expiry(url: str, prefix: str) -> None:
         assert repository.purge_expired() == 1
 
 
-async def test_server_version_and_db_system(url: str) -> None:
-    async with AsyncMongoChatMemoryRepository.from_url(url) as repository:
+async def test_server_version_and_db_system(mongodb_url: str) -> None:
+    async with AsyncMongoChatMemoryRepository.from_url(mongodb_url) as repository:
         version = await repository.server_version()
     assert version.startswith(("MongoDB ", "FerretDB "))
     assert "FerretDB" in version  # the test server
-    with MongoChatMemoryRepository.from_url(url) as repository:
+    with MongoChatMemoryRepository.from_url(mongodb_url) as repository:
         assert repository.server_version() == version
         assert repository.db_system == AsyncMongoChatMemoryRepository.db_system == "mongodb"
         assert repository.db_collection_name == "chatmem_messages"

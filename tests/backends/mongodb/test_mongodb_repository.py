@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from bson import ObjectId
-from pymongo import MongoClient, monitoring
+from pymongo import monitoring
 
 from chatmem import MessageWindowChatMemory
 from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
@@ -23,7 +23,6 @@ from chatmem.messages import AssistantMessage, Message, SystemMessage, UserMessa
 from chatmem_repositories import create_repository
 from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
 from chatmem_repositories.mongodb._codec import whole_batches
-from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("mongodb")
 SERVER_SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "servers" / "ferretdb"
@@ -43,42 +42,24 @@ class CommandCounter(monitoring.CommandListener):
         pass
 
 
-@pytest.fixture
-def url() -> str:
-    return server_url("mongodb")
-
-
-@pytest.fixture
-def prefix(url: str) -> Iterator[str]:
-    name = f"be{uuid.uuid4().hex[:8]}_"
-    yield name
-    client: MongoClient[dict[str, Any]] = MongoClient(url, serverSelectionTimeoutMS=5000)
-    try:
-        database = client.get_default_database()
-        for collection in database.list_collection_names():
-            if collection.startswith(name):
-                database.drop_collection(collection)
-    finally:
-        client.close()
-
-
-def test_options_split_between_chatmem_and_pymongo(url: str, prefix: str) -> None:
+def test_options_split_between_chatmem_and_pymongo(mongodb_url: str, mongodb_prefix: str) -> None:
     repository = create_repository(
-        f"{url}?collection_prefix={prefix}&appName=chatmem-test&ttl=60", socketTimeoutMS=3000
+        f"{mongodb_url}?collection_prefix={mongodb_prefix}&appName=chatmem-test&ttl=60",
+        socketTimeoutMS=3000,
     )
     try:
         assert isinstance(repository, MongoChatMemoryRepository)
-        assert repository._messages.name == prefix + "messages"
+        assert repository._messages.name == mongodb_prefix + "messages"
         assert repository._client.options.pool_options.socket_timeout == 3.0
         assert repository._client.options.server_selection_timeout == 5.0  # bounded default
     finally:
         repository.close()
     with pytest.raises(ConfigurationError, match="colection_prefix"):
-        create_repository(f"{url}?colection_prefix=x")
+        create_repository(f"{mongodb_url}?colection_prefix=x")
     with pytest.raises(ConfigurationError, match="nosuchoption"):
-        create_repository(url, nosuchoption=1)
+        create_repository(mongodb_url, nosuchoption=1)
     with pytest.raises(ConfigurationError, match="ttl"):
-        create_repository(url, ttl=-1)
+        create_repository(mongodb_url, ttl=-1)
 
 
 def test_password_never_shown() -> None:
@@ -89,8 +70,10 @@ def test_password_never_shown() -> None:
         repository.close()
 
 
-def test_hostile_id_is_a_value_not_a_query(url: str, prefix: str) -> None:
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as repository:
+def test_hostile_id_is_a_value_not_a_query(mongodb_url: str, mongodb_prefix: str) -> None:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix
+    ) as repository:
         repository.append("victim", [UserMessage("private")])
         hostile = '{"$ne": null}'
         repository.append(hostile, [UserMessage("mine")])
@@ -99,8 +82,10 @@ def test_hostile_id_is_a_value_not_a_query(url: str, prefix: str) -> None:
         assert repository.find_history("victim", text="PRIV")[0].message.text == "private"  # type: ignore[union-attr]
 
 
-def test_two_second_ttl_removes_everything(url: str, prefix: str) -> None:
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=2) as repository:
+def test_two_second_ttl_removes_everything(mongodb_url: str, mongodb_prefix: str) -> None:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=2
+    ) as repository:
         cid = f"owner-{uuid.uuid4().hex}:c"
         repository.append(cid, [SystemMessage("s"), UserMessage("u"), AssistantMessage("a")])
         assert not repository.native_ttl  # FerretDB: no TTL index, stored expiry instead
@@ -120,11 +105,13 @@ REVIVED = 30  # conversations revived while purges run; each race is a chance to
 REVIVERS = 4
 
 
-def _expire_conversations(url: str, prefix: str) -> list[str]:
+def _expire_conversations(mongodb_url: str, mongodb_prefix: str) -> list[str]:
     # Written with a 1-second TTL; the tests revive them through a long-TTL repository on the
     # same collections, so the revived conversations cannot expire again before the checks.
     cids = [f"revive-{i}-{uuid.uuid4().hex[:8]}" for i in range(REVIVED)]
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=1) as short:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=1
+    ) as short:
         for cid in cids:
             short.append(cid, [UserMessage("old")])
     time.sleep(1.5)  # every conversation has expired; none is purged yet
@@ -132,10 +119,12 @@ def _expire_conversations(url: str, prefix: str) -> list[str]:
 
 
 def test_append_reviving_an_expired_conversation_survives_concurrent_purges(
-    url: str, prefix: str
+    mongodb_url: str, mongodb_prefix: str
 ) -> None:
-    cids = _expire_conversations(url, prefix)
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+    cids = _expire_conversations(mongodb_url, mongodb_prefix)
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=60
+    ) as repository:
         stop = threading.Event()
         errors: list[BaseException] = []
 
@@ -171,11 +160,11 @@ def test_append_reviving_an_expired_conversation_survives_concurrent_purges(
 
 
 async def test_async_append_reviving_an_expired_conversation_survives_concurrent_purges(
-    url: str, prefix: str
+    mongodb_url: str, mongodb_prefix: str
 ) -> None:
-    cids = _expire_conversations(url, prefix)
+    cids = _expire_conversations(mongodb_url, mongodb_prefix)
     async with AsyncMongoChatMemoryRepository.from_url(
-        url, collection_prefix=prefix, ttl=60
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=60
     ) as repository:
         stop = asyncio.Event()
 
@@ -210,10 +199,14 @@ async def test_async_append_reviving_an_expired_conversation_survives_concurrent
         assert await repository._messages.count_documents({"text": "old"}) == 0
 
 
-def test_live_messages_outlive_their_deleted_conversation_document(url: str, prefix: str) -> None:
+def test_live_messages_outlive_their_deleted_conversation_document(
+    mongodb_url: str, mongodb_prefix: str
+) -> None:
     # FerretDB deletes by _id what a conditional delete's earlier read matched, so a purge can
     # delete the document of a conversation revived an instant after it read it as expired.
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=60
+    ) as repository:
         cid = f"orphaned-{uuid.uuid4()}"
 
         def texts() -> list[str | None]:
@@ -288,7 +281,9 @@ class DeleteAfterLookup(monitoring.CommandListener):
         pass
 
 
-def test_retry_racing_a_delete_never_leaves_part_of_its_batch(url: str, prefix: str) -> None:
+def test_retry_racing_a_delete_never_leaves_part_of_its_batch(
+    mongodb_url: str, mongodb_prefix: str
+) -> None:
     # The retry of a stored batch used to check its ids one by one and insert the rest; a
     # delete in between (memory.clear here, a purge of expired messages alike) removed the
     # ids it had found, and the rest was stored alone: reads showed part of the batch.
@@ -297,9 +292,11 @@ def test_retry_racing_a_delete_never_leaves_part_of_its_batch(url: str, prefix: 
     batch = [UserMessage("u"), AssistantMessage("a"), AssistantMessage("b")]
     with (
         MongoChatMemoryRepository.from_url(
-            url, collection_prefix=prefix, driver_options={"event_listeners": [listener]}
+            mongodb_url,
+            collection_prefix=mongodb_prefix,
+            driver_options={"event_listeners": [listener]},
         ) as repository,
-        MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as other,
+        MongoChatMemoryRepository.from_url(mongodb_url, collection_prefix=mongodb_prefix) as other,
     ):
         assert [s.message.id for s in repository.append(cid, batch)] == [m.id for m in batch]
         listener.delete = lambda: other.delete_by_conversation_id(cid)
@@ -320,8 +317,12 @@ def test_retry_racing_a_delete_never_leaves_part_of_its_batch(url: str, prefix: 
         assert len(again) in (0, 3)
 
 
-def test_reads_hide_part_of_a_batch_and_a_retry_stores_it_whole(url: str, prefix: str) -> None:
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+def test_reads_hide_part_of_a_batch_and_a_retry_stores_it_whole(
+    mongodb_url: str, mongodb_prefix: str
+) -> None:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=60
+    ) as repository:
         cid = f"part-{uuid.uuid4()}"
         repository.append(cid, [UserMessage("u0"), AssistantMessage("a0")])
         batch = [SystemMessage("s"), UserMessage("u"), AssistantMessage("a"), AssistantMessage("b")]
@@ -347,8 +348,12 @@ def test_reads_hide_part_of_a_batch_and_a_retry_stores_it_whole(url: str, prefix
         assert repository.append(cid, batch) == []
 
 
-def test_a_retry_takes_live_copies_of_another_life_into_this_one(url: str, prefix: str) -> None:
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+def test_a_retry_takes_live_copies_of_another_life_into_this_one(
+    mongodb_url: str, mongodb_prefix: str
+) -> None:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=60
+    ) as repository:
         cid = f"stray-{uuid.uuid4()}"
         batch = [UserMessage("u"), AssistantMessage("a")]
         first = repository.append(cid, batch)
@@ -361,12 +366,16 @@ def test_a_retry_takes_live_copies_of_another_life_into_this_one(url: str, prefi
         assert repository.find_recent(cid, 5) == first  # where they were
 
 
-def test_appends_after_a_retry_that_adopted_its_batch_come_after_it(url: str, prefix: str) -> None:
+def test_appends_after_a_retry_that_adopted_its_batch_come_after_it(
+    mongodb_url: str, mongodb_prefix: str
+) -> None:
     # A delete racing an append can remove the conversation document and leave that append's
     # messages, live, at their positions. The retry that re-creates the document adopts them
     # and finds its batch stored; the counter must still pass them, or the next append would
     # be positioned (and read) before messages acknowledged earlier.
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, ttl=60) as repository:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=60
+    ) as repository:
         cid = f"adopted-{uuid.uuid4()}"
         for n in range(4):
             repository.append(cid, [UserMessage(f"u{n}"), AssistantMessage(f"a{n}")])
@@ -382,8 +391,12 @@ def test_appends_after_a_retry_that_adopted_its_batch_come_after_it(url: str, pr
         assert [s.message.text for s in repository.find_recent(cid, 2)] == ["a4", "after"]  # type: ignore[union-attr]
 
 
-def test_delete_before_keeps_what_stays_of_a_batch_readable(url: str, prefix: str) -> None:
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as repository:
+def test_delete_before_keeps_what_stays_of_a_batch_readable(
+    mongodb_url: str, mongodb_prefix: str
+) -> None:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix
+    ) as repository:
         cid = f"cut-{uuid.uuid4()}"
         first = repository.append(
             cid, [SystemMessage("s"), UserMessage("u1"), AssistantMessage("a1")]
@@ -411,10 +424,15 @@ class CommandTargets(CommandCounter):
 
 
 @pytest.mark.parametrize("ttl", [None, 3600])
-def test_round_trips_per_append_and_read(url: str, prefix: str, ttl: int | None) -> None:
+def test_round_trips_per_append_and_read(
+    mongodb_url: str, mongodb_prefix: str, ttl: int | None
+) -> None:
     counter = CommandTargets()
     with MongoChatMemoryRepository.from_url(
-        url, collection_prefix=prefix, ttl=ttl, driver_options={"event_listeners": [counter]}
+        mongodb_url,
+        collection_prefix=mongodb_prefix,
+        ttl=ttl,
+        driver_options={"event_listeners": [counter]},
     ) as repository:
         memory = MessageWindowChatMemory(repository, max_messages=4)
         cid = f"rt-{uuid.uuid4()}"
@@ -454,7 +472,7 @@ def _window_history() -> list[list[Message]]:
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_window_read_when_the_counter_and_the_positions_disagree(
-    url: str, prefix: str, is_async: bool
+    mongodb_url: str, mongodb_prefix: str, is_async: bool
 ) -> None:
     # find_window reads near the conversation's position counter; when the stored
     # positions are not where the counter says (a counter behind them, as lost updates on
@@ -463,7 +481,7 @@ def test_window_read_when_the_counter_and_the_positions_disagree(
     # by a repository that has not seen the conversation, so it reads the counter.
     counter = CommandCounter()
     options: dict[str, Any] = {
-        "collection_prefix": prefix,
+        "collection_prefix": mongodb_prefix,
         "initialize_schema": "never",
         "driver_options": {"event_listeners": [counter]},
     }
@@ -493,12 +511,16 @@ def test_window_read_when_the_counter_and_the_positions_disagree(
         assert system.message.text == "s2", name
         assert len(recent) == 5, name
 
-    with MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as writer:
+    with MongoChatMemoryRepository.from_url(
+        mongodb_url, collection_prefix=mongodb_prefix
+    ) as writer:
         for name in scenarios(writer):
             if is_async:
 
                 async def read(name: str) -> None:
-                    async with AsyncMongoChatMemoryRepository.from_url(url, **options) as fresh:
+                    async with AsyncMongoChatMemoryRepository.from_url(
+                        mongodb_url, **options
+                    ) as fresh:
                         counter.names.clear()
                         window = await fresh.find_window(cid, 5)
                         sent = list(counter.names)
@@ -509,7 +531,7 @@ def test_window_read_when_the_counter_and_the_positions_disagree(
 
                 asyncio.run(read(name))
                 continue
-            with MongoChatMemoryRepository.from_url(url, **options) as fresh:
+            with MongoChatMemoryRepository.from_url(mongodb_url, **options) as fresh:
                 counter.names.clear()
                 window = fresh.find_window(cid, 5)
                 sent = list(counter.names)
@@ -518,7 +540,7 @@ def test_window_read_when_the_counter_and_the_positions_disagree(
                 check(name, window, system, recent)
 
 
-def test_window_read_after_another_process_wrote(url: str, prefix: str) -> None:
+def test_window_read_after_another_process_wrote(mongodb_url: str, mongodb_prefix: str) -> None:
     # Without a TTL, a repository reads a window near the newest position it saw itself
     # (one find, no conversation document); another process appending many messages, or
     # deleting and re-creating the conversation, costs it one more query, never a wrong one.
@@ -526,9 +548,11 @@ def test_window_read_after_another_process_wrote(url: str, prefix: str) -> None:
     cid = f"hint-{uuid.uuid4()}"
     with (
         MongoChatMemoryRepository.from_url(
-            url, collection_prefix=prefix, driver_options={"event_listeners": [counter]}
+            mongodb_url,
+            collection_prefix=mongodb_prefix,
+            driver_options={"event_listeners": [counter]},
         ) as mine,
-        MongoChatMemoryRepository.from_url(url, collection_prefix=prefix) as other,
+        MongoChatMemoryRepository.from_url(mongodb_url, collection_prefix=mongodb_prefix) as other,
     ):
         history = _window_history()
         for batch in history[:3]:
@@ -556,9 +580,11 @@ def test_window_read_after_another_process_wrote(url: str, prefix: str) -> None:
 
 
 @pytest.mark.skipif(not (SERVER_SCRIPTS / "stop.sh").exists(), reason="no FerretDB scripts")
-def test_stopped_server_gives_connection_error_in_bounded_time(url: str, prefix: str) -> None:
+def test_stopped_server_gives_connection_error_in_bounded_time(
+    mongodb_url: str, mongodb_prefix: str
+) -> None:
     repository = MongoChatMemoryRepository.from_url(
-        url, collection_prefix=prefix, serverSelectionTimeoutMS=2000
+        mongodb_url, collection_prefix=mongodb_prefix, serverSelectionTimeoutMS=2000
     )
     cid = f"fault-{uuid.uuid4()}"
     try:

@@ -15,7 +15,7 @@ from chatmem.testing import (
     RepositoryConformance,
 )
 from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("neo4j")
 

@@ -24,7 +24,7 @@ from chatmem.exceptions import RepositoryConnectionError
 from chatmem.memory import AsyncMessageWindowChatMemory
 from chatmem.messages import AssistantMessage, UserMessage
 from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("neo4j")
 

@@ -23,7 +23,7 @@ from chatmem_repositories.neo4j import (
 from chatmem_repositories.neo4j._codec import NO_POSITION
 from chatmem_repositories.neo4j._cypher import Statements
 from chatmem_repositories.neo4j._options import driver_settings
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("neo4j")
 

@@ -11,7 +11,7 @@ from chatmem.exceptions import ConfigurationError
 from chatmem.messages import UserMessage
 from chatmem.testing import AsyncSummaryConformance, ManualClock, SummaryConformance
 from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("neo4j")
 

@@ -15,7 +15,7 @@ from chatmem.testing.vectors import (
 )
 from chatmem.vector_store import VectorDocument
 from chatmem_repositories.neo4j import AsyncNeo4jVectorStore, Neo4jVectorStore
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("neo4j")
 

@@ -7,7 +7,7 @@ each through a ``redis+cluster://`` URL (scripts/servers/redis-cluster/start.sh)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -27,29 +27,8 @@ from chatmem.testing import (
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from chatmem_repositories.redis._options import cluster_seeds
 from chatmem_repositories.redis._schema import KeyLayout
-from tests.conftest import server_url
 
 PREFIX = f"chatmem-cluster-{uuid.uuid4().hex[:8]}"
-
-
-def drop_prefix(url: str, prefix: str) -> None:
-    """Delete every key under ``prefix`` on every master of the cluster."""
-    seeds = [ClusterNode(host, port) for host, port in cluster_seeds(url)]
-    with RedisCluster(startup_nodes=seeds) as client:
-        for node in client.get_primaries():
-            with redis.Redis(host=node.host, port=node.port) as raw:
-                keys = list(raw.scan_iter(match=f"{{{prefix}:*", count=1000))
-                with raw.pipeline(transaction=False) as pipeline:
-                    for key in keys:  # one key per DEL: the keys span slots
-                        pipeline.delete(key)
-                    pipeline.execute()
-
-
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    url = server_url("redis_cluster")
-    yield url
-    drop_prefix(url, PREFIX)
 
 
 def _msgs_key(conversation_id: str) -> str:
@@ -59,11 +38,11 @@ def _msgs_key(conversation_id: str) -> str:
 class TestRedisClusterAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
     @pytest.fixture
     def repository_factory(
-        self, cluster_url: str
+        self, redis_cluster_url: str
     ) -> Callable[..., Awaitable[AsyncRedisChatMemoryRepository]]:
         async def factory(**options: Any) -> AsyncRedisChatMemoryRepository:
             return AsyncRedisChatMemoryRepository.from_url(
-                cluster_url, key_prefix=PREFIX, **options
+                redis_cluster_url, key_prefix=PREFIX, **options
             )
 
         return factory
@@ -76,9 +55,13 @@ class TestRedisClusterAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConfo
 
 class TestRedisClusterSync(RepositoryConformance, HistoryCheckerConformance):
     @pytest.fixture
-    def repository_factory(self, cluster_url: str) -> Callable[..., RedisChatMemoryRepository]:
+    def repository_factory(
+        self, redis_cluster_url: str
+    ) -> Callable[..., RedisChatMemoryRepository]:
         def factory(**options: Any) -> RedisChatMemoryRepository:
-            return RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX, **options)
+            return RedisChatMemoryRepository.from_url(
+                redis_cluster_url, key_prefix=PREFIX, **options
+            )
 
         return factory
 
@@ -91,11 +74,11 @@ class TestRedisClusterSync(RepositoryConformance, HistoryCheckerConformance):
 class TestRedisClusterSummariesAsync(AsyncSummaryConformance):
     @pytest.fixture
     def repository_factory(
-        self, cluster_url: str
+        self, redis_cluster_url: str
     ) -> Callable[..., Awaitable[AsyncRedisChatMemoryRepository]]:
         async def factory(**options: Any) -> AsyncRedisChatMemoryRepository:
             return AsyncRedisChatMemoryRepository.from_url(
-                cluster_url, key_prefix=PREFIX, **options
+                redis_cluster_url, key_prefix=PREFIX, **options
             )
 
         return factory
@@ -103,9 +86,13 @@ class TestRedisClusterSummariesAsync(AsyncSummaryConformance):
 
 class TestRedisClusterSummariesSync(SummaryConformance):
     @pytest.fixture
-    def repository_factory(self, cluster_url: str) -> Callable[..., RedisChatMemoryRepository]:
+    def repository_factory(
+        self, redis_cluster_url: str
+    ) -> Callable[..., RedisChatMemoryRepository]:
         def factory(**options: Any) -> RedisChatMemoryRepository:
-            return RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX, **options)
+            return RedisChatMemoryRepository.from_url(
+                redis_cluster_url, key_prefix=PREFIX, **options
+            )
 
         return factory
 
@@ -125,13 +112,13 @@ def _bulk(tag: str) -> list[tuple[str, list[Message]]]:
     ]
 
 
-def test_append_many_spans_every_master_in_one_call(cluster_url: str) -> None:
+def test_append_many_spans_every_master_in_one_call(redis_cluster_url: str) -> None:
     pairs = _bulk(uuid.uuid4().hex[:8])
-    with RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX) as repo:
+    with RedisChatMemoryRepository.from_url(redis_cluster_url, key_prefix=PREFIX) as repo:
         client: Any = repo._client  # a RedisCluster (the URL says so)
         masters = {client.get_node_from_key(repo._append_keys(cid)[0]).name for cid, _ in pairs}
         assert len(masters) == len(client.get_primaries())
-        _flush_scripts(cluster_url)  # every master answers NOSCRIPT: those go again as EVAL
+        _flush_scripts(redis_cluster_url)  # every master answers NOSCRIPT: those go again as EVAL
         stored = repo.append_many(pairs)
         assert [[s.message for s in batch] for batch in stored] == [ms for _, ms in pairs]
         assert repo.append_many(pairs) == [[]] * len(pairs)  # every id is known by now
@@ -141,10 +128,12 @@ def test_append_many_spans_every_master_in_one_call(cluster_url: str) -> None:
         assert {cid for cid, _ in pairs} <= listed
 
 
-async def test_async_append_many_spans_every_master_in_one_call(cluster_url: str) -> None:
+async def test_async_append_many_spans_every_master_in_one_call(redis_cluster_url: str) -> None:
     pairs = _bulk(uuid.uuid4().hex[:8])
-    async with AsyncRedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX) as repo:
-        _flush_scripts(cluster_url)
+    async with AsyncRedisChatMemoryRepository.from_url(
+        redis_cluster_url, key_prefix=PREFIX
+    ) as repo:
+        _flush_scripts(redis_cluster_url)
         stored = await repo.append_many(pairs)
         assert [[s.position for s in batch] for batch in stored] == [
             list(range(1, len(ms) + 1)) for _, ms in pairs

@@ -21,7 +21,6 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +35,6 @@ from chatmem.messages import Message
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from chatmem_repositories.redis._options import cluster_seeds
 from chatmem_repositories.redis._schema import KeyLayout
-from tests.backends.redis.test_redis_cluster_conformance import drop_prefix
-from tests.conftest import server_url
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "servers" / "redis-cluster"
 RUN = Path(os.environ.get("CHATMEM_SERVERS_RUN", "/tmp/chatmem-servers")) / "redis-cluster"
@@ -239,25 +236,18 @@ def join(tally: Tally) -> None:
         assert not thread.is_alive()
 
 
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    url = server_url("redis_cluster")
-    yield url
-    drop_prefix(url, PREFIX)
-
-
 @pytest.fixture
-def seed_port(cluster_url: str) -> int:
-    port = cluster_seeds(cluster_url)[0][1]
+def seed_port(redis_cluster_url: str) -> int:
+    port = cluster_seeds(redis_cluster_url)[0][1]
     wait_for(lambda: healthy(port), "a healthy cluster")
     return port
 
 
 def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_sync(
-    cluster_url: str, seed_port: int
+    redis_cluster_url: str, seed_port: int
 ) -> None:
     conversation_id, slot = busy_conversation()
-    with RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX) as repository:
+    with RedisChatMemoryRepository.from_url(redis_cluster_url, key_prefix=PREFIX) as repository:
         stop = threading.Event()
         tally = run_sync_writers(repository, conversation_id, stop)
         try:
@@ -280,7 +270,7 @@ def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_sync(
 
 
 async def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_async(
-    cluster_url: str, seed_port: int
+    redis_cluster_url: str, seed_port: int
 ) -> None:
     conversation_id, slot = busy_conversation()
     tally = Tally()
@@ -302,7 +292,7 @@ async def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_async
             n += 1
 
     async with AsyncRedisChatMemoryRepository.from_url(
-        cluster_url, key_prefix=PREFIX
+        redis_cluster_url, key_prefix=PREFIX
     ) as repository:
         writers = [asyncio.create_task(write(repository, w)) for w in range(WRITERS)]
         try:
@@ -356,9 +346,9 @@ def restore(killed: Node, alive: int) -> None:
         wait_for(lambda port=node.port: healthy(port), f"node {node.port} to see a healthy cluster")
 
 
-def test_failover_after_sigkill_of_a_master_sync(cluster_url: str, seed_port: int) -> None:
+def test_failover_after_sigkill_of_a_master_sync(redis_cluster_url: str, seed_port: int) -> None:
     conversation_id, slot = busy_conversation()
-    with RedisChatMemoryRepository.from_url(cluster_url, key_prefix=PREFIX) as repository:
+    with RedisChatMemoryRepository.from_url(redis_cluster_url, key_prefix=PREFIX) as repository:
         stop = threading.Event()
         tally = run_sync_writers(repository, conversation_id, stop)
         killed: Node | None = None
@@ -379,7 +369,9 @@ def test_failover_after_sigkill_of_a_master_sync(cluster_url: str, seed_port: in
     check(stored, tally, "failover (sync, 8 threads)", may_lose=True)
 
 
-async def test_failover_after_sigkill_of_a_master_async(cluster_url: str, seed_port: int) -> None:
+async def test_failover_after_sigkill_of_a_master_async(
+    redis_cluster_url: str, seed_port: int
+) -> None:
     conversation_id, slot = busy_conversation()
     tally = Tally()
     stop = asyncio.Event()
@@ -400,7 +392,7 @@ async def test_failover_after_sigkill_of_a_master_async(cluster_url: str, seed_p
             n += 1
 
     async with AsyncRedisChatMemoryRepository.from_url(
-        cluster_url, key_prefix=PREFIX
+        redis_cluster_url, key_prefix=PREFIX
     ) as repository:
         writers = [asyncio.create_task(write(repository, w)) for w in range(WRITERS)]
         killed: Node | None = None

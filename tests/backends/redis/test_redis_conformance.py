@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-import redis
-import redis.asyncio
 
 from chatmem.backend import Position
 from chatmem.testing import (
@@ -19,24 +17,8 @@ from chatmem.testing import (
 )
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from chatmem_repositories.redis._schema import KeyLayout
-from tests.conftest import server_url
 
 PREFIX = f"chatmem-test-{uuid.uuid4().hex[:8]}"
-
-
-def _drop_prefix(url: str) -> None:
-    with redis.Redis.from_url(url) as client:
-        for pattern in (f"{{{PREFIX}:*", f"{{{PREFIX}}}:*"):
-            keys = list(client.scan_iter(match=pattern, count=1000))
-            for start in range(0, len(keys), 500):
-                client.delete(*keys[start : start + 500])
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    url = server_url("redis")
-    yield url
-    _drop_prefix(url)
 
 
 def _msgs_key(conversation_id: str) -> str:

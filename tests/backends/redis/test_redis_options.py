@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import redis
 
 from chatmem import UserMessage
 from chatmem.exceptions import ConfigurationError
@@ -18,22 +16,10 @@ from chatmem_repositories.redis import (
     AsyncRedisChatMemoryRepository,
     RedisChatMemoryRepository,
 )
-from tests.conftest import server_url
 
 pytestmark = pytest.mark.backend("redis")
 
 PREFIX = f"chatmem-options-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    url = server_url("redis")
-    yield url
-    with redis.Redis.from_url(url) as client:
-        for pattern in (f"{{{PREFIX}:*", f"{{{PREFIX}}}:*"):
-            keys = list(client.scan_iter(match=pattern, count=1000))
-            if keys:
-                client.delete(*keys)
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,6 @@ from chatmem.exceptions import (
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from chatmem_repositories.redis._schema import KeyLayout, expiry_member
-from tests.conftest import server_url
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVERS = ROOT / "scripts" / "servers" / "redis"
@@ -45,17 +44,6 @@ LAYOUT = KeyLayout(PREFIX)
 PIDFILE = (
     Path(os.environ.get("CHATMEM_SERVERS_RUN", "/tmp/chatmem-servers")) / "redis" / "redis.pid"
 )
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    url = server_url("redis")
-    yield url
-    with redis.Redis.from_url(url) as client:
-        for pattern in (f"{{{PREFIX}:*", f"{{{PREFIX}}}:*"):
-            keys = list(client.scan_iter(match=pattern, count=1000))
-            if keys:
-                client.delete(*keys)
 
 
 @pytest.fixture

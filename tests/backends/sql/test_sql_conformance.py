@@ -19,15 +19,15 @@ from chatmem.testing import (
 from chatmem_repositories.sql import AsyncSqlChatMemoryRepository, SqlChatMemoryRepository
 from chatmem_repositories.sql._drivers import core_engine
 from chatmem_repositories.sql._errors import is_retryable
-from tests.conftest import server_url
+from tests.support.backends import SQL
+from tests.support.servers import server_url
 
 T = TypeVar("T")
 
 PREFIX = "chatmem_test_"
-BACKENDS = ["sqlite", "postgresql", "mariadb"]
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=SQL)
 def sql_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     if request.param == "sqlite":
         # One file per test class and backend, like a real embedded database.

@@ -21,7 +21,7 @@ import pytest
 from chatmem import UserMessage
 from chatmem.exceptions import RepositoryConnectionError
 from chatmem_repositories.sql import AsyncSqlChatMemoryRepository, SqlChatMemoryRepository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "servers" / "postgres"
 PORT = int(os.environ.get("CHATMEM_FAULT_POSTGRES_PORT", "54339"))

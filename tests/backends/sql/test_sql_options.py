@@ -17,18 +17,17 @@ from chatmem.repository import AsyncServerInfo, ServerInfo
 from chatmem.testing import ManualClock
 from chatmem_repositories import create_repository
 from chatmem_repositories.sql import AsyncSqlChatMemoryRepository, SqlChatMemoryRepository
-from tests.conftest import server_url
+from tests.support.backends import SQL, backend_url
+from tests.support.servers import server_url
 
 # A clock far ahead purges whatever expires before it: tables of their own keep the purges
 # of these tests away from conversations of tests running beside them.
 PREFIX = "chatmem_clock_"
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
+@pytest.fixture(params=SQL)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'chat.db'}"
-    return server_url(request.param)
+    return backend_url(request.param, tmp_path)
 
 
 # -- the URL rule ------------------------------------------------------------------------------

@@ -44,16 +44,15 @@ from chatmem_repositories.sql._errors import is_retryable
 from chatmem_repositories.sql._sync.plans import Plan
 from chatmem_repositories.sql._sync.plans.mysql import SCRIPT_LIMIT
 from chatmem_repositories.sql._types import NUL_STAND_IN
-from tests.conftest import server_url
+from tests.support.backends import SQL, backend_url
+from tests.support.servers import server_url
 
 PREFIX = "chatmem_test_"
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
+@pytest.fixture(params=SQL)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'chat.db'}"
-    return server_url(request.param)
+    return backend_url(request.param, tmp_path)
 
 
 @pytest.fixture

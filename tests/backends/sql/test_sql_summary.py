@@ -26,11 +26,11 @@ from chatmem_repositories.sql import (
 )
 from chatmem_repositories.sql._drivers import core_engine
 from chatmem_repositories.sql._errors import is_retryable
-from tests.conftest import server_url
+from tests.support.backends import SQL
+from tests.support.servers import server_url
 
 T = TypeVar("T")
 
-BACKENDS = ["sqlite", "postgresql", "mariadb"]
 PREFIX = f"chatmem_sum{uuid.uuid4().hex[:8]}_"
 TABLES = ("summaries", "messages", "conversations")
 
@@ -54,7 +54,7 @@ def server_urls() -> Iterator[dict[str, str]]:
         _drop_tables(url, PREFIX)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=SQL)
 def sql_url(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,

@@ -12,7 +12,7 @@ from uuid import uuid4
 import pytest
 
 from chatmem_repositories import create_repository
-from tests.conftest import server_url
+from tests.support.servers import server_url
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient

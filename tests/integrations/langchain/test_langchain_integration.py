@@ -21,7 +21,8 @@ from chatmem import ConfigurationError, InMemoryChatMemoryRepository
 from chatmem.interop.langchain import ChatmemMessageHistory
 from chatmem_repositories import create_async_repository, create_repository
 from tests.support import integration_backends
-from tests.support.integration_backends import new_conversation_id, url_of
+from tests.support.backends import backend_url
+from tests.support.integration_backends import new_conversation_id
 
 repository = integration_backends.repository
 async_repository = integration_backends.async_repository
@@ -254,7 +255,7 @@ def test_rejects_two_sync_repositories() -> None:
 async def test_sync_and_async_repositories_share_the_conversation(
     backend: str, tmp_path: Path
 ) -> None:
-    url = url_of(backend, tmp_path)
+    url = backend_url(backend, tmp_path)
     sync_repo = create_repository(url)
     async_repo = create_async_repository(url)
     try:

@@ -14,7 +14,8 @@ from llama_index.core.memory import ChatMemoryBuffer, Memory
 from chatmem.interop.llama_index import ChatmemChatStore, ChatmemDBChatStore
 from chatmem_repositories import create_async_repository, create_repository
 from tests.support import integration_backends
-from tests.support.integration_backends import BACKENDS, new_conversation_id, url_of
+from tests.support.backends import INTEGRATION, backend_url
+from tests.support.integration_backends import new_conversation_id
 
 repository = integration_backends.repository
 async_repository = integration_backends.async_repository
@@ -68,9 +69,9 @@ def test_store_methods(repository: Any) -> None:
     assert store.get_messages(key) == []
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", INTEGRATION)
 async def test_async_store_methods_and_chat_engine(backend: str, tmp_path: Path) -> None:
-    url = url_of(backend, tmp_path)
+    url = backend_url(backend, tmp_path)
     sync_repo = create_repository(url) if backend != "memory" else None
     async_repo = create_async_repository(url)
     try:

@@ -1,0 +1,28 @@
+"""The backends the tests run on, named once, and the URL a test reaches each by."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.servers import server_url
+
+# The SQL backends: an embedded file and two servers.
+SQL = ("sqlite", "postgresql", "mariadb")
+# Every backend with a server of its own, in the order the tests list them.
+SERVERS = ("postgresql", "mariadb", "redis", "mongodb", "cassandra", "neo4j")
+# The framework integrations run every test on these ...
+INTEGRATION = ("memory", "sqlite", "postgresql", "redis")
+# ... and one smoke test on each of the others, so every backend is covered.
+INTEGRATION_SMOKE = ("mariadb", "mongodb", "cassandra", "neo4j")
+
+
+def backend_url(name: str, tmp_path: Path) -> str:
+    """The URL of backend ``name``: in memory, an SQLite file in ``tmp_path``, or a server.
+
+    A server that is not reachable skips the test (fails it in CI), as :func:`server_url` does.
+    """
+    if name == "memory":
+        return "memory://"
+    if name == "sqlite":
+        return f"sqlite:///{tmp_path / 'chat.db'}"
+    return server_url(name)
