@@ -46,6 +46,7 @@ from chatmem.openai import AsyncOpenAIChatModel, OpenAIChatModel
 from chatmem.testing import OpenAITestServer, ScriptedCompletion
 from chatmem.testing.openai_server import ServerReply, validate_chat_messages
 from chatmem_advisors import AsyncMessageChatMemoryAdvisor, MessageChatMemoryAdvisor
+from chatmem_repositories import create_repository
 
 CID = {CONVERSATION_ID: "007"}
 T = TypeVar("T")
@@ -180,11 +181,8 @@ class Sqlite3Repository:
 def _open_repository(kind: str, path: Path) -> Any:
     if kind == "sqlite3-four-methods":
         return Sqlite3Repository(path)
-    registry = pytest.importorskip("chatmem_repositories")
-    try:
-        return registry.create_repository(f"sqlite:///{path}")
-    except Exception as exc:  # the SQL backend is optional here
-        pytest.skip(f"sqlite backend unavailable: {exc}")
+    # The SQL backend is part of the test environment: an error opening it is a failure.
+    return create_repository(f"sqlite:///{path}")
 
 
 @pytest.mark.parametrize("kind", ["sqlite3-four-methods", "chatmem-sql-backend"])
