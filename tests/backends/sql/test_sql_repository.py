@@ -352,35 +352,91 @@ def test_a_write_holds_no_lock_the_next_conversation_waits_for(url: str, holder:
         assert waited < 3, f"the writes of {second} waited {waited:.1f} s for {first}'s locks"
 
 
+def _statement_waits(url: str, thread_id: int) -> bool:
+    """Whether MariaDB connection ``thread_id`` has had a statement in flight for 100 ms.
+
+    The test user may not read InnoDB's lock tables (that takes the PROCESS privilege), but
+    it sees its own connections: an INSERT that stays in flight while another transaction
+    holds the gap it goes into is waiting for that gap.
+    """
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return bool(
+                connection.execute(
+                    text(
+                        "SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+                        " WHERE ID = :id AND COMMAND = 'Query' AND TIME_MS >= 100"
+                    ),
+                    {"id": thread_id},
+                ).scalar()
+            )
+    finally:
+        engine.dispose()
+
+
+class _Calls:
+    """Runs calls in threads, keeping their failures and the retryable errors they met."""
+
+    def __init__(self, failed: threading.Event) -> None:
+        self.failed = failed
+        self.retried: list[str] = []
+        self.failures: list[BaseException] = []
+
+    def record(self, context: Any) -> None:
+        if is_retryable(context.sqlalchemy_exception or context.original_exception):
+            self.retried.append(str(context.original_exception))
+
+    def run(self, call: Any) -> None:
+        try:
+            call()
+        except BaseException as exc:
+            self.failures.append(exc)
+            self.failed.set()  # a waiting test goes on at once
+
+
+def _ends_or_waits(url: str, thread: threading.Thread, dbapi_connection: Any) -> bool:
+    """Wait until ``thread`` ends or its INSERT waits in MariaDB; return whether it waited."""
+    deadline = time.monotonic() + 30
+    while thread.is_alive() and time.monotonic() < deadline:
+        if url.startswith("mysql") and _statement_waits(url, dbapi_connection.thread_id()):
+            return True
+        thread.join(0.01)
+    assert not thread.is_alive(), "the second save_all neither ended nor waited"
+    return False
+
+
 def test_save_all_of_a_new_conversation_next_to_a_save_all_in_flight(url: str) -> None:
     # On InnoDB, deleting a conversation's messages locks the gap after them; deleting the
     # messages of a conversation that has none locks the same gap when it sorts next. Two
     # save_all calls that each hold that gap and then insert into it deadlock, so a new
     # conversation's save_all deletes nothing.
+    #
+    # The interleaving is forced: the first save_all stops inside its transaction, right
+    # after its DELETE, until the second has sent its INSERT and has either ended or waits
+    # in the server (for the gap, on InnoDB). Only then does the first go on. A second
+    # save_all that took the gap too would now deadlock with the first, which the
+    # repository would retry.
     if url.startswith("sqlite"):
         pytest.skip("SQLite has one writer at a time by design")
     base = f"gap-{uuid.uuid4()}"
     first, new, last = f"{base}-a", f"{base}-am", f"{base}-b"  # new sorts between the two
     options: dict[str, Any] = {"table_prefix": PREFIX, "initialize_schema": "always"}
-    paused, resume = threading.Event(), threading.Event()
-    retried: list[str] = []
-    failures: list[BaseException] = []
+    paused, resume, inserting = threading.Event(), threading.Event(), threading.Event()
+    inserting_connection: list[Any] = []
 
     def pause(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
         if statement.startswith(f"DELETE FROM {PREFIX}messages") and first in str(parameters):
             paused.set()
-            resume.wait(10)
+            resume.wait(30)
 
-    def record(context: Any) -> None:
-        if is_retryable(context.sqlalchemy_exception or context.original_exception):
-            retried.append(str(context.original_exception))
+    def note_insert(_c: Any, cursor: Any, statement: str, *_: Any) -> None:
+        if statement.startswith(f"INSERT INTO {PREFIX}messages"):
+            inserting_connection.append(cursor.connection)
+            inserting.set()
 
-    def run(call: Any) -> None:
-        try:
-            call()
-        except BaseException as exc:
-            failures.append(exc)
-            paused.set()
+    calls = _Calls(paused)
+    retried, failures, run = calls.retried, calls.failures, calls.run
 
     with (
         SqlChatMemoryRepository.from_url(url, **options) as holding,
@@ -389,8 +445,9 @@ def test_save_all_of_a_new_conversation_next_to_a_save_all_in_flight(url: str) -
         holding.append(first, [UserMessage("a")])
         holding.append(last, [UserMessage("b")])
         for repository in (holding, other):
-            event.listen(repository._engine, "handle_error", record)
+            event.listen(repository._engine, "handle_error", calls.record)
         event.listen(holding._engine, "after_cursor_execute", pause)
+        event.listen(other._engine, "before_cursor_execute", note_insert)
         saves = [
             threading.Thread(
                 target=run, args=(lambda: holding.save_all(first, [UserMessage("A")]),)
@@ -399,14 +456,22 @@ def test_save_all_of_a_new_conversation_next_to_a_save_all_in_flight(url: str) -
         ]
         saves[0].start()
         try:
-            assert paused.wait(10), "save_all never deleted messages"
+            assert paused.wait(30), "save_all never deleted messages"
+            assert not failures
             saves[1].start()
-            time.sleep(0.5)  # the new conversation's insert now waits for the gap, or not
+            # The race: every statement of the second save_all before its INSERT (a DELETE
+            # that would lock the gap, were there one) has run inside the first's transaction.
+            assert inserting.wait(30), "the second save_all never inserted its messages"
+            waited = _ends_or_waits(url, saves[1], inserting_connection[0])
+            assert saves[0].is_alive()  # the first still holds its transaction
         finally:
             resume.set()
             for thread in saves:
                 if thread.ident is not None:
                     thread.join()
+        # InnoDB makes the new conversation's INSERT wait for the gap the first DELETE locked;
+        # PostgreSQL has no gap locks, so there the second save_all ended inside the window.
+        assert waited == url.startswith("mysql")
         assert not failures
         assert retried == []
         assert [m.text for m in other.find_by_conversation_id(new)] == ["M"]  # type: ignore[attr-defined]
