@@ -20,6 +20,7 @@ from pymongo import monitoring
 from chatmem import MessageWindowChatMemory
 from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
 from chatmem.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from chatmem.testing import ManualClock
 from chatmem_repositories import create_repository
 from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
 from chatmem_repositories.mongodb._codec import whole_batches
@@ -83,14 +84,18 @@ def test_hostile_id_is_a_value_not_a_query(mongodb_url: str, mongodb_prefix: str
 
 
 def test_two_second_ttl_removes_everything(mongodb_url: str, mongodb_prefix: str) -> None:
+    # FerretDB has no TTL index: the stored expiry decides, against the repository's clock.
+    clock = ManualClock()
     with MongoChatMemoryRepository.from_url(
-        mongodb_url, collection_prefix=mongodb_prefix, ttl=2
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=2, clock=clock
     ) as repository:
         cid = f"owner-{uuid.uuid4().hex}:c"
         repository.append(cid, [SystemMessage("s"), UserMessage("u"), AssistantMessage("a")])
         assert not repository.native_ttl  # FerretDB: no TTL index, stored expiry instead
         assert len(repository.find_by_conversation_id(cid)) == 3
-        time.sleep(2.5)
+        clock.advance(1.9)
+        assert len(repository.find_by_conversation_id(cid)) == 3
+        clock.advance(0.2)
         assert repository.find_by_conversation_id(cid) == []
         assert repository.find_system_message(cid) is None
         assert repository.find_recent(cid, 10) == []
@@ -105,25 +110,28 @@ REVIVED = 30  # conversations revived while purges run; each race is a chance to
 REVIVERS = 4
 
 
-def _expire_conversations(mongodb_url: str, mongodb_prefix: str) -> list[str]:
+def _expire_conversations(mongodb_url: str, mongodb_prefix: str) -> tuple[list[str], ManualClock]:
     # Written with a 1-second TTL; the tests revive them through a long-TTL repository on the
-    # same collections, so the revived conversations cannot expire again before the checks.
+    # same collections and the same clock, so the revived conversations cannot expire again
+    # before the checks. FerretDB has no TTL index: the stored expiry and the clock decide.
     cids = [f"revive-{i}-{uuid.uuid4().hex[:8]}" for i in range(REVIVED)]
+    clock = ManualClock()
     with MongoChatMemoryRepository.from_url(
-        mongodb_url, collection_prefix=mongodb_prefix, ttl=1
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=1, clock=clock
     ) as short:
+        assert not short.native_ttl
         for cid in cids:
             short.append(cid, [UserMessage("old")])
-    time.sleep(1.5)  # every conversation has expired; none is purged yet
-    return cids
+    clock.advance(1.5)  # every conversation has expired; none is purged yet
+    return cids, clock
 
 
 def test_append_reviving_an_expired_conversation_survives_concurrent_purges(
     mongodb_url: str, mongodb_prefix: str
 ) -> None:
-    cids = _expire_conversations(mongodb_url, mongodb_prefix)
+    cids, clock = _expire_conversations(mongodb_url, mongodb_prefix)
     with MongoChatMemoryRepository.from_url(
-        mongodb_url, collection_prefix=mongodb_prefix, ttl=60
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=60, clock=clock
     ) as repository:
         stop = threading.Event()
         errors: list[BaseException] = []
@@ -162,9 +170,9 @@ def test_append_reviving_an_expired_conversation_survives_concurrent_purges(
 async def test_async_append_reviving_an_expired_conversation_survives_concurrent_purges(
     mongodb_url: str, mongodb_prefix: str
 ) -> None:
-    cids = _expire_conversations(mongodb_url, mongodb_prefix)
+    cids, clock = _expire_conversations(mongodb_url, mongodb_prefix)
     async with AsyncMongoChatMemoryRepository.from_url(
-        mongodb_url, collection_prefix=mongodb_prefix, ttl=60
+        mongodb_url, collection_prefix=mongodb_prefix, ttl=60, clock=clock
     ) as repository:
         stop = asyncio.Event()
 

@@ -36,6 +36,7 @@ from chatmem.exceptions import (
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from chatmem_repositories.redis._schema import KeyLayout, expiry_member
+from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVERS = ROOT / "scripts" / "servers" / "redis"
@@ -122,9 +123,12 @@ def test_two_second_ttl_removes_messages_system_message_and_index_entries(
         assert raw.zscore(LAYOUT.owner(owner), cid) is not None
         assert raw.zscore(LAYOUT.expiry, expiry_member(cid, owner)) is not None
 
-        time.sleep(2.3)
-
-        assert sum(raw.exists(k) for k in keys) == 0  # messages, system message, counters
+        # Redis expires the keys (its clock decides): wait for it, with a deadline.
+        wait_until(
+            lambda: sum(raw.exists(k) for k in keys) == 0,  # messages, system message, counters
+            within=15,
+            reason="Redis expires every key of a conversation with a 2 s TTL",
+        )
         assert _conversation_keys_in_server(raw, cid) == []
         assert repo.find_system_message(cid) is None
         assert repo.find_recent(cid, 10) == []
@@ -139,8 +143,12 @@ def test_purge_expired_cleans_the_index_without_a_listing(redis_url: str, raw: r
     cid = f"purge-{uuid.uuid4()}"
     with RedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX, ttl=0.5) as repo:
         repo.append(cid, [UserMessage("x")])
-        time.sleep(0.8)
-        assert repo.purge_expired() >= 1
+        # The expiry index is scored by the server's TIME: purge until it says expired.
+        wait_until(
+            lambda: repo.purge_expired() >= 1,
+            within=15,
+            reason="a purge finds the conversation expired after its 0.5 s TTL",
+        )
         assert raw.zscore(LAYOUT.conversations, cid) is None
 
 
