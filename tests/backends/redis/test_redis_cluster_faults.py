@@ -21,6 +21,8 @@ import subprocess
 import threading
 import time
 import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from chatmem.messages import Message
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from chatmem_repositories.redis._options import cluster_seeds
 from chatmem_repositories.redis._schema import KeyLayout
+from tests.support.polling import async_wait_until
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "servers" / "redis-cluster"
 RUN = Path(os.environ.get("CHATMEM_SERVERS_RUN", "/tmp/chatmem-servers")) / "redis-cluster"
@@ -134,8 +137,12 @@ def busy_conversation() -> tuple[str, int]:
     return conversation_id, key_slot(tag.encode())
 
 
-def migrate_slot(slot: int, source: Node, target: Node, masters: list[Node]) -> int:
-    """Move ``slot`` from ``source`` to ``target`` a few keys at a time; return keys moved."""
+def migrate_slot(slot: int, source: Node, target: Node, masters: list[Node], tally: Tally) -> int:
+    """Move ``slot`` from ``source`` to ``target`` a few keys at a time; return keys moved.
+
+    After each few keys, the writers meet the half-migrated slot: the next chunk waits until
+    some writer's call has ended (acknowledged or failed) since.
+    """
     src = redis.Redis(port=source.port, socket_timeout=10)
     dst = redis.Redis(port=target.port, socket_timeout=10)
     try:
@@ -145,7 +152,10 @@ def migrate_slot(slot: int, source: Node, target: Node, masters: list[Node]) -> 
         while keys := src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 3):
             src.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *keys)
             moved += len(keys)
-            time.sleep(0.03)  # let the writers meet the half-migrated slot
+            mark = tally.calls()
+            wait_for(
+                lambda mark=mark: tally.calls() > mark, "a writer to meet the half-migrated slot"
+            )
         for node in [target, source, *(m for m in masters if m not in (target, source))]:
             with redis.Redis(port=node.port, socket_timeout=10) as raw:
                 raw.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target.id)
@@ -164,6 +174,21 @@ class Tally:
     errors: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def calls(self) -> int:
+        """How many calls have ended so far, acknowledged or failed."""
+        with self.lock:
+            return len(self.acknowledged) + self.failures
+
+    def per_writer(self) -> Counter[str]:
+        """Acknowledged appends per writer (``w3`` for writer 3)."""
+        with self.lock:
+            return Counter(i.split("-")[0] for i in self.acknowledged)
+
+    def every_writer_past(self, mark: Counter[str]) -> bool:
+        """Whether every writer has had an append acknowledged since ``mark``."""
+        now = self.per_writer()
+        return len(now) == WRITERS and all(now[w] > mark[w] for w in now)
+
     def failed(self, exc: Exception, writer: int, deadline: float) -> None:
         """Count a failed call; give up (fail the test) past ``deadline``."""
         with self.lock:
@@ -171,6 +196,17 @@ class Tally:
             self.errors.add(type(exc).__name__)
         if time.monotonic() > deadline:
             raise AssertionError(f"writer {writer} gave up: {exc}") from exc
+
+
+def everyone_appended(
+    tally: Tally, mark: Counter[str] | None = None
+) -> Callable[[], Awaitable[bool]]:
+    """For the async tests: whether every writer has had an append acknowledged since ``mark``."""
+
+    async def condition() -> bool:
+        return tally.every_writer_past(mark or Counter())
+
+    return condition
 
 
 def message(writer: int, n: int) -> Message:
@@ -251,13 +287,14 @@ def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_sync(
         stop = threading.Event()
         tally = run_sync_writers(repository, conversation_id, stop)
         try:
-            time.sleep(0.5)
+            wait_for(lambda: tally.every_writer_past(Counter()), "every writer to append")
             source = owner(slot, seed_port)
             masters = [n for n in cluster_nodes(seed_port) if n.master and n.slots]
             target = next(m for m in masters if m.id != source.id)
             before = redirections(masters)
-            moved = migrate_slot(slot, source, target, masters)
-            time.sleep(0.5)
+            moved = migrate_slot(slot, source, target, masters, tally)
+            mark = tally.per_writer()
+            wait_for(lambda: tally.every_writer_past(mark), "every writer to append after the move")
         finally:
             stop.set()
             join(tally)
@@ -296,13 +333,17 @@ async def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_async
     ) as repository:
         writers = [asyncio.create_task(write(repository, w)) for w in range(WRITERS)]
         try:
-            await asyncio.sleep(0.5)
+            await async_wait_until(everyone_appended(tally), GIVE_UP, "every writer to append")
             source = owner(slot, seed_port)
             masters = [n for n in cluster_nodes(seed_port) if n.master and n.slots]
             target = next(m for m in masters if m.id != source.id)
             before = redirections(masters)
-            moved = await asyncio.to_thread(migrate_slot, slot, source, target, masters)
-            await asyncio.sleep(0.5)
+            moved = await asyncio.to_thread(migrate_slot, slot, source, target, masters, tally)
+            await async_wait_until(
+                everyone_appended(tally, tally.per_writer()),
+                GIVE_UP,
+                "every writer to append after the move",
+            )
         finally:
             stop.set()
             await asyncio.gather(*writers)
@@ -353,12 +394,13 @@ def test_failover_after_sigkill_of_a_master_sync(redis_cluster_url: str, seed_po
         tally = run_sync_writers(repository, conversation_id, stop)
         killed: Node | None = None
         try:
-            time.sleep(0.5)
+            wait_for(lambda: tally.every_writer_past(Counter()), "every writer to append")
             killed, alive = kill_master(slot, seed_port)
             began = time.monotonic()
             wait_for(lambda: taken_over(slot, alive, killed), "the replica to take over")
             took = time.monotonic() - began
-            time.sleep(0.5)
+            mark = tally.per_writer()
+            wait_for(lambda: tally.every_writer_past(mark), "every writer to append after it")
         finally:
             stop.set()
             join(tally)
@@ -397,14 +439,18 @@ async def test_failover_after_sigkill_of_a_master_async(
         writers = [asyncio.create_task(write(repository, w)) for w in range(WRITERS)]
         killed: Node | None = None
         try:
-            await asyncio.sleep(0.5)
+            await async_wait_until(everyone_appended(tally), GIVE_UP, "every writer to append")
             killed, alive = kill_master(slot, seed_port)
             began = time.monotonic()
             await asyncio.to_thread(
                 wait_for, lambda: taken_over(slot, alive, killed), "the replica to take over"
             )
             took = time.monotonic() - began
-            await asyncio.sleep(0.5)
+            await async_wait_until(
+                everyone_appended(tally, tally.per_writer()),
+                GIVE_UP,
+                "every writer to append after it",
+            )
         finally:
             stop.set()
             await asyncio.gather(*writers)
