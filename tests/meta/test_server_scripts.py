@@ -137,13 +137,24 @@ def test_stop_script_without_a_pid_file_or_with_a_dead_pid_is_a_no_op(fakes: Fak
     assert not (fakes.run / "mariadb" / "mariadb.pid").exists()
 
 
+def _ignores_term(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGTERM (its SigIgn mask in /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
 def test_a_server_that_ignores_its_stop_signal_is_killed_after_the_grace_period(
     fakes: Fakes,
 ) -> None:
     # Toxiproxy's grace is 5 s; then TERM again, 5 s more, and KILL.
     ignore = 'trap "" TERM INT; while :; do sleep 0.2; done'
     pid = fakes.start("toxiproxy", "toxiproxy-server", "-c", ignore, source="bash")
-    time.sleep(0.3)  # let it install the trap
+    deadline = time.monotonic() + 10
+    while not _ignores_term(pid):  # the trap is installed once the kernel says TERM is ignored
+        assert time.monotonic() < deadline, "the server never ignored SIGTERM"
+        time.sleep(0.01)
     output, seconds = fakes.stop("toxiproxy")
     assert output == "toxiproxy: stopped"
     assert fakes.exited(pid)

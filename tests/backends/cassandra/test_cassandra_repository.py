@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -30,6 +29,7 @@ from chatmem_repositories.cassandra import (
     CassandraChatMemoryRepository,
     CassandraVectorStore,
 )
+from tests.support.polling import async_wait_until, wait_until
 from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("cassandra")
@@ -433,7 +433,9 @@ def test_ttl_keeps_an_active_conversation_whole_then_expires_it(session: Session
         expected = ["be brief", "u0"]
         began = time.monotonic()
         turn = 0
-        while time.monotonic() - began < 3.5:  # longer than the TTL, never idle for it
+        # Cassandra's clock decides expiry, so staying active takes real time: an append
+        # every 0.7 s for longer than the TTL, never idle for it.
+        while time.monotonic() - began < 3.5:
             time.sleep(0.7)
             turn += 1
             repository.append(conversation, [AssistantMessage(f"a{turn}")])
@@ -447,8 +449,12 @@ def test_ttl_keeps_an_active_conversation_whole_then_expires_it(session: Session
         assert repository.find_system_message(conversation) is not None
         assert repository.list_conversations(owner=owner).conversation_ids == [conversation]
 
-        time.sleep(3.2)  # idle for longer than the TTL (plus Cassandra's one-second grain)
-        assert repository.find_window(conversation, 100) == (None, [])
+        # Idle now: the server expires it once the TTL (plus its one-second grain) has passed.
+        wait_until(
+            lambda: repository.find_window(conversation, 100) == (None, []),
+            within=30,
+            reason="Cassandra expires an idle conversation with a 2 s TTL",
+        )
         assert repository.find_recent(conversation, 100) == []
         assert repository.find_system_message(conversation) is None
         assert repository.find_by_conversation_id(conversation) == []
@@ -473,10 +479,13 @@ def test_purge_expired_deletes_expired_data(session: Session) -> None:
     expired, alive = cid(), cid()
     try:
         repository.append(expired, [SystemMessage("s"), UserMessage("u")])
-        time.sleep(2.5)
+        wait_until(
+            lambda: repository.count_messages(expired) == 0,
+            within=30,
+            reason="Cassandra expires a conversation with a 1 s TTL",
+        )
         repository.append(alive, [UserMessage("still here")])
         assert _partition_rows(session, expired)  # invisible to reads, still on disk
-        assert repository.count_messages(expired) == 0
         assert repository.purge_expired() >= 1
         assert _partition_rows(session, expired) == []
         assert _texts(repository.find_by_conversation_id(alive)) == ["still here"]
@@ -494,8 +503,13 @@ async def test_ttl_async_revives_an_expired_conversation(session: Session) -> No
         system, window = await repository.find_window(conversation, 10)
         assert system is not None
         assert _texts(s.message for s in window) == ["u"]
-        await asyncio.sleep(2.5)
-        assert await repository.find_window(conversation, 10) == (None, [])
+
+        async def expired() -> bool:
+            return await repository.find_window(conversation, 10) == (None, [])
+
+        await async_wait_until(
+            expired, within=30, reason="Cassandra expires a conversation with a 1 s TTL"
+        )
         await repository.append(conversation, [UserMessage("again")])
         assert _texts(await repository.find_by_conversation_id(conversation)) == ["again"]
     finally:

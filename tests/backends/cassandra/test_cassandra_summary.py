@@ -8,7 +8,6 @@ expiry of summaries is tested below with a real one-second TTL instead.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -23,6 +22,7 @@ from chatmem_repositories.cassandra import (
     AsyncCassandraChatMemoryRepository,
     CassandraChatMemoryRepository,
 )
+from tests.support.polling import wait_until
 from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("cassandra")
@@ -98,8 +98,12 @@ def test_summary_expires_with_its_conversation_on_the_server(
         stored = repository.append(cid, [UserMessage("a")])
         assert repository.save_summary(cid, "old life", stored[0].position, expected_version=0)
         assert repository.find_summary(cid) is not None
-        time.sleep(2.1)  # a 1 s TTL lives 1 to 2 s after the last append
-        assert repository.find_summary(cid) is None
+        # The server expires it (a 1 s TTL lives 1 to 2 s after the last append).
+        wait_until(
+            lambda: repository.find_summary(cid) is None,
+            within=30,
+            reason="the summary expires with its conversation",
+        )
         # An expired conversation gets no summary: it would outlive it.
         assert not repository.save_summary(cid, "late", stored[0].position, expected_version=1)
         assert not repository.save_summary(cid, "late", stored[0].position, expected_version=0)
@@ -110,10 +114,14 @@ def test_summary_expires_with_its_conversation_on_the_server(
         summary = repository.find_summary(cid)
         assert summary is not None
         assert (summary.text, summary.version) == ("new life", 1)
-        # A summary write does not keep the conversation alive.
-        time.sleep(2.1)
+        # A summary write does not keep the conversation alive: once the server has expired
+        # the messages, the summary is gone too.
+        wait_until(
+            lambda: repository.find_by_conversation_id(cid) == [],
+            within=30,
+            reason="the conversation expires after its last append",
+        )
         assert repository.find_summary(cid) is None
-        assert repository.find_by_conversation_id(cid) == []
         repository.delete_by_conversation_id(cid)
 
 

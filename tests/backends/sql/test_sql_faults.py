@@ -27,6 +27,7 @@ SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "servers" / "postgre
 PORT = int(os.environ.get("CHATMEM_FAULT_POSTGRES_PORT", "54339"))
 URL = f"postgresql+psycopg://test:test@127.0.0.1:{PORT}/testdb"
 BOUND_SECONDS = 15.0  # the writer must learn of the outage within this
+STOP_AFTER = 20  # acknowledged appends before the server is stopped under the writer
 
 
 class PrivatePostgres:
@@ -66,9 +67,15 @@ def postgres() -> Iterator[PrivatePostgres]:
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _stop_later(server: PrivatePostgres, delay: float, stopped_at: list[float]) -> threading.Thread:
+def _stop_after(
+    server: PrivatePostgres, acknowledged: list[str], stopped_at: list[float]
+) -> threading.Thread:
+    """Stop ``server`` once the writer has had ``STOP_AFTER`` appends acknowledged."""
+
     def stop() -> None:
-        time.sleep(delay)
+        deadline = time.monotonic() + 60
+        while len(acknowledged) < STOP_AFTER and time.monotonic() < deadline:
+            time.sleep(0.01)
         stopped_at.append(time.monotonic())
         server.stop()
 
@@ -108,7 +115,7 @@ def test_writer_gets_connection_error_then_nothing_acknowledged_is_lost(
     )
     try:
         repository.append(cid, [UserMessage("warm-up")])
-        stopper = _stop_later(postgres, 0.5, stopped_at)
+        stopper = _stop_after(postgres, acknowledged, stopped_at)
         with pytest.raises(RepositoryConnectionError) as caught:
             _write_until_error(repository, cid, acknowledged)
         failed_at = time.monotonic()
@@ -124,7 +131,7 @@ def test_writer_gets_connection_error_then_nothing_acknowledged_is_lost(
         # The same repository recovers: its pool reconnects.
         stored = {m.id for m in repository.find_by_conversation_id(cid)}
         assert set(acknowledged) <= stored
-        assert len(acknowledged) > 10
+        assert len(acknowledged) >= STOP_AFTER
     finally:
         repository.close()
 
@@ -140,7 +147,7 @@ async def test_async_writer_gets_connection_error_then_nothing_acknowledged_is_l
     )
     try:
         await repository.append(cid, [UserMessage("warm-up")])
-        stopper = _stop_later(postgres, 0.5, stopped_at)
+        stopper = _stop_after(postgres, acknowledged, stopped_at)
         with pytest.raises(RepositoryConnectionError):
             await _async_write_until_error(repository, cid, acknowledged)
         failed_at = time.monotonic()
@@ -152,6 +159,6 @@ async def test_async_writer_gets_connection_error_then_nothing_acknowledged_is_l
         postgres.start(keep_data=True)
         stored = {m.id for m in await repository.find_by_conversation_id(cid)}
         assert set(acknowledged) <= stored
-        assert len(acknowledged) > 10
+        assert len(acknowledged) >= STOP_AFTER
     finally:
         await repository.aclose()
