@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generate the sync twins of chatmem's async source.
 
-Every ``_async/`` package under chatmem, chatmem_repositories and chatmem_advisors has a
-generated ``_sync/`` sibling. The rules rename code, as in httpcore's and PyMongo's
+Every ``_async/`` package under chatmem, chatmem_repositories, chatmem_advisors and tests
+has a generated ``_sync/`` sibling. The rules rename code, as in httpcore's and PyMongo's
 generators: ``AsyncFoo`` becomes ``Foo``, ``async def`` becomes ``def``, ``await x`` becomes
 ``x``, ``aclose`` becomes ``close``, and so on.
 
@@ -43,7 +43,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("chatmem", "chatmem_repositories", "chatmem_advisors")
+# The tests are generated the same way: tests/<group>/_async/ -> tests/<group>/_sync/.
+PACKAGES = ("chatmem", "chatmem_repositories", "chatmem_advisors", "tests")
 
 # Renames of one name token, tried in order; the first that matches the whole name wins.
 NAME_RULES: list[tuple[str, str]] = [
@@ -55,6 +56,7 @@ NAME_RULES: list[tuple[str, str]] = [
     (r"_async", "_sync"),  # module paths: chatmem._async.client -> chatmem._sync.client
     (r"async_(\w+)", r"\1"),  # async_sleep -> sleep (create_async_x stays)
     (r"Async([A-Z]\w*)", r"\1"),  # AsyncFoo -> Foo
+    (r"(Test\w+)Async", r"\1Sync"),  # a test class: TestRedisAsync -> TestRedisSync
 ]
 # Rules over a few tokens; named here so that unused ones are reported like the renames.
 ASYNC_KEYWORD = "async before def, with, for"  # dropped with the space after it

@@ -11,10 +11,8 @@ from chatmem.backend import Position
 from chatmem.testing import (
     AsyncHistoryCheckerConformance,
     AsyncRepositoryConformance,
-    HistoryCheckerConformance,
-    RepositoryConformance,
 )
-from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository, Neo4jChatMemoryRepository
+from chatmem_repositories.neo4j import AsyncNeo4jChatMemoryRepository
 from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("neo4j")
@@ -49,27 +47,5 @@ class TestNeo4jAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance)
             await repository._driver.execute_query(
                 _CORRUPT, cid=conversation_id, position=position, garbage=_GARBAGE
             )
-        ).summary
-        assert summary.counters.properties_set == 1
-
-
-class TestNeo4jSync(RepositoryConformance, HistoryCheckerConformance):
-    ttl_seconds = _TTL_SECONDS
-    supports_clock = True
-
-    @pytest.fixture
-    def repository_factory(self) -> Callable[..., Neo4jChatMemoryRepository]:
-        url = server_url("neo4j")
-
-        def factory(**options: Any) -> Neo4jChatMemoryRepository:
-            return Neo4jChatMemoryRepository.from_url(url, **options)
-
-        return factory
-
-    def corrupt_stored_message(
-        self, repository: Any, conversation_id: str, position: Position
-    ) -> None:
-        summary = repository._driver.execute_query(
-            _CORRUPT, cid=conversation_id, position=position, garbage=_GARBAGE
         ).summary
         assert summary.counters.properties_set == 1

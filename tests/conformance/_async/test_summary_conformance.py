@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
-from chatmem.testing import AsyncSummaryConformance, SummaryConformance
-from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
-from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
+from chatmem import AsyncInMemoryChatMemoryRepository
+from chatmem.testing import AsyncSummaryConformance
+from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository
+from chatmem_repositories.redis import AsyncRedisChatMemoryRepository
 
 PREFIX = f"chatmem-summary-{uuid.uuid4().hex[:8]}"
 
@@ -27,14 +27,6 @@ class TestInMemorySummariesAsync(AsyncSummaryConformance):
         return factory
 
 
-class TestInMemorySummariesSync(SummaryConformance):
-    supports_clock = True
-
-    @pytest.fixture
-    def repository_factory(self) -> Callable[..., InMemoryChatMemoryRepository]:
-        return InMemoryChatMemoryRepository
-
-
 # -- Redis ------------------------------------------------------------------------------------
 
 
@@ -45,15 +37,6 @@ class TestRedisSummariesAsync(AsyncSummaryConformance):
     ) -> Callable[..., Awaitable[AsyncRedisChatMemoryRepository]]:
         async def factory(**options: Any) -> AsyncRedisChatMemoryRepository:
             return AsyncRedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX, **options)
-
-        return factory
-
-
-class TestRedisSummariesSync(SummaryConformance):
-    @pytest.fixture
-    def repository_factory(self, redis_url: str) -> Callable[..., RedisChatMemoryRepository]:
-        def factory(**options: Any) -> RedisChatMemoryRepository:
-            return RedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX, **options)
 
         return factory
 
@@ -73,21 +56,5 @@ class TestMongoSummariesAsync(AsyncSummaryConformance):
 
         async def factory(**options: Any) -> AsyncMongoChatMemoryRepository:
             return AsyncMongoChatMemoryRepository.from_url(url, collection_prefix=prefix, **options)
-
-        return factory
-
-
-@pytest.mark.backend("mongodb")
-class TestMongoSummariesSync(SummaryConformance):
-    supports_clock = True
-
-    @pytest.fixture
-    def repository_factory(
-        self, mongodb_url: str, mongodb_prefix: str
-    ) -> Callable[..., MongoChatMemoryRepository]:
-        url, prefix = mongodb_url, mongodb_prefix
-
-        def factory(**options: Any) -> MongoChatMemoryRepository:
-            return MongoChatMemoryRepository.from_url(url, collection_prefix=prefix, **options)
 
         return factory

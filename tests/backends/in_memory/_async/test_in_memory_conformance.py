@@ -3,12 +3,10 @@ from typing import Any
 
 import pytest
 
-from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
+from chatmem import AsyncInMemoryChatMemoryRepository
 from chatmem.testing import (
     AsyncHistoryCheckerConformance,
     AsyncRepositoryConformance,
-    HistoryCheckerConformance,
-    RepositoryConformance,
 )
 
 
@@ -21,11 +19,3 @@ class TestInMemoryAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConforman
             return AsyncInMemoryChatMemoryRepository(**options)
 
         return factory
-
-
-class TestInMemorySync(RepositoryConformance, HistoryCheckerConformance):
-    supports_clock = True
-
-    @pytest.fixture
-    def repository_factory(self) -> Callable[..., InMemoryChatMemoryRepository]:
-        return InMemoryChatMemoryRepository

@@ -5,10 +5,8 @@ import pytest
 from chatmem.testing.vectors import (
     AsyncHashingEmbeddingModel,
     AsyncVectorStoreConformance,
-    HashingEmbeddingModel,
-    VectorStoreConformance,
 )
-from chatmem.vector_store import AsyncInMemoryVectorStore, InMemoryVectorStore
+from chatmem.vector_store import AsyncInMemoryVectorStore
 
 
 class TestInMemoryVectorStoreAsync(AsyncVectorStoreConformance):
@@ -20,9 +18,3 @@ class TestInMemoryVectorStoreAsync(AsyncVectorStoreConformance):
             return AsyncInMemoryVectorStore(model)
 
         return factory
-
-
-class TestInMemoryVectorStoreSync(VectorStoreConformance):
-    @pytest.fixture
-    def vector_store_factory(self) -> Callable[[HashingEmbeddingModel], InMemoryVectorStore]:
-        return InMemoryVectorStore

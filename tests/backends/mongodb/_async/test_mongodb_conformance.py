@@ -11,10 +11,8 @@ from chatmem.backend import Position
 from chatmem.testing import (
     AsyncHistoryCheckerConformance,
     AsyncRepositoryConformance,
-    HistoryCheckerConformance,
-    RepositoryConformance,
 )
-from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository, MongoChatMemoryRepository
+from chatmem_repositories.mongodb import AsyncMongoChatMemoryRepository
 
 pytestmark = pytest.mark.backend("mongodb")
 
@@ -45,23 +43,3 @@ class TestMongoAsync(AsyncRepositoryConformance, AsyncHistoryCheckerConformance)
     ) -> None:
         result = await _corrupt(repository, conversation_id, position)
         assert result.modified_count == 1
-
-
-class TestMongoSync(RepositoryConformance, HistoryCheckerConformance):
-    supports_clock = True
-
-    @pytest.fixture
-    def repository_factory(
-        self, mongodb_url: str, mongodb_prefix: str
-    ) -> Callable[..., MongoChatMemoryRepository]:
-        def factory(**options: Any) -> MongoChatMemoryRepository:
-            return MongoChatMemoryRepository.from_url(
-                mongodb_url, collection_prefix=mongodb_prefix, **options
-            )
-
-        return factory
-
-    def corrupt_stored_message(
-        self, repository: Any, conversation_id: str, position: Position
-    ) -> None:
-        assert _corrupt(repository, conversation_id, position).modified_count == 1
