@@ -199,11 +199,19 @@ class Tally:
 
 
 def everyone_appended(
-    tally: Tally, mark: Counter[str] | None = None
+    tally: Tally, writers: list[asyncio.Task[None]], mark: Counter[str] | None = None
 ) -> Callable[[], Awaitable[bool]]:
-    """For the async tests: whether every writer has had an append acknowledged since ``mark``."""
+    """For the async tests: whether every writer has had an append acknowledged since ``mark``.
+
+    A writer that has ended can append no more: its error (one that is no RepositoryError)
+    is raised at once rather than after the deadline.
+    """
 
     async def condition() -> bool:
+        for task in writers:
+            if task.done():
+                task.result()
+                raise AssertionError("a writer ended before the test stopped it")
         return tally.every_writer_past(mark or Counter())
 
     return condition
@@ -333,14 +341,16 @@ async def test_resharding_a_busy_conversation_loses_and_duplicates_nothing_async
     ) as repository:
         writers = [asyncio.create_task(write(repository, w)) for w in range(WRITERS)]
         try:
-            await async_wait_until(everyone_appended(tally), GIVE_UP, "every writer to append")
+            await async_wait_until(
+                everyone_appended(tally, writers), GIVE_UP, "every writer to append"
+            )
             source = owner(slot, seed_port)
             masters = [n for n in cluster_nodes(seed_port) if n.master and n.slots]
             target = next(m for m in masters if m.id != source.id)
             before = redirections(masters)
             moved = await asyncio.to_thread(migrate_slot, slot, source, target, masters, tally)
             await async_wait_until(
-                everyone_appended(tally, tally.per_writer()),
+                everyone_appended(tally, writers, tally.per_writer()),
                 GIVE_UP,
                 "every writer to append after the move",
             )
@@ -439,7 +449,9 @@ async def test_failover_after_sigkill_of_a_master_async(
         writers = [asyncio.create_task(write(repository, w)) for w in range(WRITERS)]
         killed: Node | None = None
         try:
-            await async_wait_until(everyone_appended(tally), GIVE_UP, "every writer to append")
+            await async_wait_until(
+                everyone_appended(tally, writers), GIVE_UP, "every writer to append"
+            )
             killed, alive = kill_master(slot, seed_port)
             began = time.monotonic()
             await asyncio.to_thread(
@@ -447,7 +459,7 @@ async def test_failover_after_sigkill_of_a_master_async(
             )
             took = time.monotonic() - began
             await async_wait_until(
-                everyone_appended(tally, tally.per_writer()),
+                everyone_appended(tally, writers, tally.per_writer()),
                 GIVE_UP,
                 "every writer to append after it",
             )
