@@ -34,7 +34,8 @@ from chatmem.anthropic._payloads import INTERLEAVED_THINKING_BETA, finish_reason
 from chatmem.testing import AnthropicTestServer, ScriptedMessage
 from chatmem_advisors import AsyncMessageChatMemoryAdvisor, MessageChatMemoryAdvisor
 from chatmem_repositories import create_async_repository, create_repository
-from tests.support.integration_backends import new_conversation_id, url_of
+from tests.support.backends import backend_url
+from tests.support.integration_backends import new_conversation_id
 
 SYSTEM = "You are a helpful assistant."
 BREAKPOINT = {"type": "ephemeral"}
@@ -229,7 +230,7 @@ def assert_stored_turns(messages: list[Message], server: AnthropicTestServer) ->
 def test_three_turn_tool_loop_with_thinking_and_memory(
     server: AnthropicTestServer, tmp_path: Path, backend: str, streamed: bool
 ) -> None:
-    repository = create_repository(url_of(backend, tmp_path))
+    repository = create_repository(backend_url(backend, tmp_path))
     cid = new_conversation_id()
     try:
         server.reply(*THREE_TURNS)
@@ -267,7 +268,7 @@ def assert_raw_rows(path: Path, cid: str, server: AnthropicTestServer) -> None:
 async def test_async_three_turn_tool_loop_streamed_and_called(
     server: AnthropicTestServer, tmp_path: Path
 ) -> None:
-    repository = create_async_repository(url_of("sqlite", tmp_path))
+    repository = create_async_repository(backend_url("sqlite", tmp_path))
     cid = new_conversation_id()
     server.reply(*THREE_TURNS)
     memory = AsyncMessageWindowChatMemory(repository, max_messages=50)
