@@ -20,9 +20,14 @@ def backend_url(name: str, tmp_path: Path) -> str:
     """The URL of backend ``name``: in memory, an SQLite file in ``tmp_path``, or a server.
 
     A server that is not reachable skips the test (fails it in CI), as :func:`server_url` does.
+    A SQL server's URL asks for the tables to be created, so a test does not depend on an
+    earlier test (or run) having created them on a fresh server.
     """
     if name == "memory":
         return "memory://"
     if name == "sqlite":
         return f"sqlite:///{tmp_path / 'chat.db'}"
-    return server_url(name)
+    url = server_url(name)
+    if name in SQL:
+        url += ("&" if "?" in url else "?") + "initialize_schema=always"
+    return url

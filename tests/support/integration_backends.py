@@ -11,7 +11,6 @@ import pytest
 
 from chatmem_repositories import create_async_repository, create_repository
 from tests.support.backends import INTEGRATION, INTEGRATION_SMOKE, backend_url
-from tests.support.servers import server_url
 
 
 def new_conversation_id() -> str:
@@ -38,8 +37,8 @@ async def async_repository(request: pytest.FixtureRequest, tmp_path: Path) -> As
 
 
 @pytest.fixture(params=INTEGRATION_SMOKE)
-def other_repository(request: pytest.FixtureRequest) -> Iterator[Any]:
-    repo = create_repository(server_url(request.param))
+def other_repository(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    repo = create_repository(backend_url(request.param, tmp_path))
     try:
         yield repo
     finally:
@@ -47,8 +46,10 @@ def other_repository(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 @pytest.fixture(params=INTEGRATION_SMOKE)
-async def other_async_repository(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    repo = create_async_repository(server_url(request.param))
+async def other_async_repository(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Any]:
+    repo = create_async_repository(backend_url(request.param, tmp_path))
     try:
         yield repo
     finally:
