@@ -12,6 +12,7 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
 
+from chatmem.backend import Duration
 from chatmem_cli._chat import run_chat
 from chatmem_cli._common import (
     UrlOption,
@@ -29,7 +30,6 @@ from chatmem_cli._maintenance import prune_older_than
 from chatmem_cli._transfer_commands import export_command, import_command, migrate_command
 from chatmem_cli._typer_app import OwnerOption, app, checked_conversation_id
 from chatmem_repositories import redact_url
-from chatmem_repositories._options import Duration
 
 __all__ = ["app", "main"]
 

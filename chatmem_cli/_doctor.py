@@ -23,8 +23,8 @@ from chatmem import (
     UserMessage,
     __version__,
 )
+from chatmem.backend import split_url
 from chatmem.repository import ServerInfo
-from chatmem_repositories.options import split_url
 
 __all__ = ["Check", "doctor_checks", "drivers_for", "reach_server"]
 

@@ -13,7 +13,7 @@ Example:
     ```
 """
 
-from chatmem_repositories._options import redact_url
+from chatmem.backend import redact_url
 from chatmem_repositories._registry import (
     ENTRY_POINT_GROUP,
     RepositoryBackend,

@@ -18,15 +18,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from chatmem import AsyncInMemoryChatMemoryRepository, InMemoryChatMemoryRepository
-from chatmem.exceptions import ConfigurationError
-from chatmem.repository import AsyncOwnedChatMemoryLog, OwnedChatMemoryLog
-from chatmem_repositories._options import (
+from chatmem.backend import (
     Duration,
     did_you_mean,
     parse_url_options,
     redact_url,
     split_url,
 )
+from chatmem.exceptions import ConfigurationError
+from chatmem.repository import AsyncOwnedChatMemoryLog, OwnedChatMemoryLog
 
 __all__ = [
     "ENTRY_POINT_GROUP",

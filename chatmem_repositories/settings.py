@@ -46,9 +46,8 @@ from chatmem import (
     TokenEstimator,
     TokenWindowChatMemory,
 )
-from chatmem.backend import MASK, is_secret_option
+from chatmem.backend import MASK, Duration, is_secret_option, redact_url
 from chatmem.repository import AsyncOwnedChatMemoryLog, OwnedChatMemoryLog
-from chatmem_repositories._options import Duration, redact_url
 from chatmem_repositories._registry import create_async_repository, create_repository
 
 __all__ = ["ChatMemorySettings", "MemoryKind", "TokenEstimatorKind"]

@@ -68,7 +68,7 @@ from urllib.parse import parse_qsl, unquote
 
 from pydantic import JsonValue
 
-from chatmem.backend import redact_url
+from chatmem.backend import redact_url, split_query, split_url
 from chatmem.messages import (
     AssistantMessage,
     Media,
@@ -92,7 +92,6 @@ from chatmem_cli.importers._conversations import (
     import_conversations,
     stable_id,
 )
-from chatmem_repositories._options import split_query, split_url
 
 __all__ = [
     "ImportReport",

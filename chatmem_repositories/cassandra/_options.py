@@ -1,6 +1,6 @@
 """Options of the cassandra repository and vector store, and URL parsing (no I/O).
 
-The URL option rule (``chatmem_repositories._options.parse_url_options``): every query
+The URL option rule (:func:`~chatmem.backend.parse_url_options`): every query
 parameter is one of :class:`CassandraOptions`; the backend passes no URL parameter through
 to the driver (:data:`DRIVER_PARAMETERS` is empty), so any other ``Cluster`` argument goes
 in ``driver_options={...}``.
@@ -16,14 +16,14 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from chatmem.backend import redact_url
-from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import (
+from chatmem.backend import (
     Duration,
     InitializeSchema,
     parse_url_options,
+    redact_url,
     split_url,
 )
+from chatmem.exceptions import ConfigurationError
 
 __all__ = [
     "BACKEND",

@@ -1,6 +1,6 @@
 """Options of the MongoDB repository and how a URL is split between chatmem and pymongo.
 
-The URL option rule (see :func:`~chatmem_repositories._options.parse_url_options`): a query
+The URL option rule (see :func:`~chatmem.backend.parse_url_options`): a query
 parameter of a ``mongodb://`` URL is one of chatmem's options (:class:`MongoOptions`) or one
 of the connection-string options in :data:`DRIVER_PARAMETERS` (``replicaSet``, ``authSource``,
 ``tls``..., in any case, as MongoDB reads them), which stay in the URL for pymongo. Anything
@@ -20,15 +20,15 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pymongo import uri_parser
 from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 
-from chatmem.backend import scrub
-from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import (
+from chatmem.backend import (
     Duration,
     InitializeSchema,
     parse_url_options,
     redact_url,
+    scrub,
     split_url,
 )
+from chatmem.exceptions import ConfigurationError
 from chatmem_repositories.mongodb._errors import BACKEND, SENT_COMMANDS
 
 __all__ = ["DRIVER_PARAMETERS", "ClientSettings", "MongoOptions", "parse_url"]

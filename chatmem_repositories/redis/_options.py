@@ -1,6 +1,6 @@
 """Options of the Redis repository and how a URL becomes a redis-py client (no I/O).
 
-The URL option rule (see :func:`~chatmem_repositories._options.parse_url_options`): a query
+The URL option rule (see :func:`~chatmem.backend.parse_url_options`): a query
 parameter is one of :class:`RedisOptions` or one of :data:`DRIVER_PARAMETERS`, which stay in
 the URL for redis-py to read; any other redis-py argument goes in ``driver_options={...}``.
 
@@ -16,14 +16,14 @@ from urllib.parse import urlunsplit
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, field_validator
 
-from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import (
+from chatmem.backend import (
     Duration,
     ParsedUrl,
     parse_url_options,
     redact_url,
     split_url,
 )
+from chatmem.exceptions import ConfigurationError
 from chatmem_repositories.redis._errors import BACKEND
 from chatmem_repositories.redis._schema import check_key_prefix
 

@@ -15,14 +15,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import (
+from chatmem.backend import (
     DRIVER_OPTIONS,
     Duration,
     ParsedUrl,
     parse_url_options,
     split_url,
 )
+from chatmem.exceptions import ConfigurationError
 from chatmem_repositories.sql._schema import check_table_prefix
 
 __all__ = ["DRIVER_PARAMETERS", "SqlOptions", "parse_sql_url"]

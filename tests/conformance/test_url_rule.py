@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from chatmem.backend import Duration, InitializeSchema, parse_url_options
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_async_repository, create_repository
-from chatmem_repositories._options import Duration, InitializeSchema, parse_url_options
 
 # Every URL form a built-in backend accepts; none of these hosts is contacted.
 URL_FORMS = [
@@ -148,6 +148,6 @@ def test_a_bad_value_names_the_option() -> None:
     ],
 )
 def test_taking_options_out_keeps_the_rest_of_the_url_as_written(url: str, expected: str) -> None:
-    from chatmem_repositories._options import split_query
+    from chatmem.backend import split_query
 
     assert split_query(url, only={"ttl"})[0] == expected

@@ -7,12 +7,11 @@ import asyncio
 import pytest
 
 from chatmem import UserMessage
-from chatmem.backend import is_secret_option, scrub
+from chatmem.backend import is_secret_option, scrub, split_url
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories import create_async_repository, create_repository, redact_url
 from chatmem_repositories.cassandra._options import parse_url as cassandra_url
 from chatmem_repositories.mongodb._options import parse_url as mongo_url
-from chatmem_repositories.options import split_url
 from tests.support.servers import server_url
 
 SECRET = "Zq7-S3cret"

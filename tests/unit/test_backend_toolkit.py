@@ -228,9 +228,11 @@ def _private_chatmem_imports(path: Path) -> list[str]:
             names = [alias.name for alias in node.names]
         for name in names:
             parts = name.split(".")
-            # chatmem's own private modules (chatmem._records, chatmem._async...), the ones
-            # the import contract keeps inside chatmem.
-            if parts[0] == "chatmem" and len(parts) > 1 and parts[1].startswith("_"):
+            # chatmem's own private modules (chatmem._records, chatmem._async...) and the
+            # toolkit's (chatmem.backend._rules...), which the import contract keeps inside.
+            private = [part.startswith("_") for part in parts[1:3]]
+            toolkit = parts[1:2] == ["backend"]
+            if parts[0] == "chatmem" and (private[:1] == [True] or (toolkit and any(private))):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
     return found
 

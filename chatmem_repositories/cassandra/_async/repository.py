@@ -11,16 +11,17 @@ from cassandra.query import SimpleStatement
 
 from chatmem.backend import (
     ConversationPage,
+    InitializeSchema,
     Position,
     StoredMessage,
     check_limit,
     matches_history_filters,
+    parse_url_options,
     unique_by_id,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import InitializeSchema, parse_url_options
 from chatmem_repositories.cassandra._async.conditional import (
     AsyncConditionalWrites,
     listing_scope,

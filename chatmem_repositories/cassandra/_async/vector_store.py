@@ -12,6 +12,7 @@ from cassandra.query import PreparedStatement
 from chatmem.backend import (
     AsyncBaseVectorStore,
     AsyncLock,
+    InitializeSchema,
     VectorDocument,
     VectorFilter,
     async_api,
@@ -22,7 +23,6 @@ from chatmem.backend import (
 )
 from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import InitializeSchema
 from chatmem_repositories.cassandra._async.runner import execute, execute_all
 from chatmem_repositories.cassandra._codec import document_values, filter_values
 from chatmem_repositories.cassandra._cql import VectorCql

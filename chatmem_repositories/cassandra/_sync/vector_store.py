@@ -13,6 +13,7 @@ from cassandra.query import PreparedStatement
 
 from chatmem.backend import (
     BaseVectorStore,
+    InitializeSchema,
     Lock,
     VectorDocument,
     VectorFilter,
@@ -24,7 +25,6 @@ from chatmem.backend import (
 )
 from chatmem.embedding import EmbeddingModel
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import InitializeSchema
 from chatmem_repositories.cassandra._codec import document_values, filter_values
 from chatmem_repositories.cassandra._cql import VectorCql
 from chatmem_repositories.cassandra._drivers import (

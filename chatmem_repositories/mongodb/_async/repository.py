@@ -14,6 +14,7 @@ from chatmem.backend import (
     AsyncLock,
     Clock,
     ConversationPage,
+    InitializeSchema,
     Position,
     StoredMessage,
     check_limit,
@@ -24,7 +25,6 @@ from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import InitializeSchema
 
 from .._codec import (
     check_position,

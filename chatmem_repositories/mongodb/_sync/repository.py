@@ -15,6 +15,7 @@ from pymongo import ASCENDING, IndexModel
 from chatmem.backend import (
     Clock,
     ConversationPage,
+    InitializeSchema,
     Lock,
     Position,
     StoredMessage,
@@ -26,7 +27,6 @@ from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import InitializeSchema
 
 from .._codec import (
     check_position,

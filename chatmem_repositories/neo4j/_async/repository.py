@@ -11,6 +11,7 @@ from neo4j import AsyncDriver, AsyncGraphDatabase
 from chatmem.backend import (
     Clock,
     ConversationPage,
+    InitializeSchema,
     Position,
     StoredMessage,
     check_clock,
@@ -25,7 +26,6 @@ from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import InitializeSchema
 from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner, seconds
 from chatmem_repositories.neo4j._codec import (
     FIRST_POSITION,

@@ -11,6 +11,7 @@ from neo4j import AsyncDriver, AsyncGraphDatabase
 from chatmem.backend import (
     AsyncBaseVectorStore,
     AsyncLock,
+    InitializeSchema,
     VectorDocument,
     VectorFilter,
     async_api,
@@ -22,7 +23,6 @@ from chatmem.backend import (
 )
 from chatmem.embedding import AsyncEmbeddingModel
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import InitializeSchema
 from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner, create_rules, seconds
 from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements

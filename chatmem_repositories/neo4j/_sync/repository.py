@@ -13,6 +13,7 @@ from neo4j import Driver, GraphDatabase
 from chatmem.backend import (
     Clock,
     ConversationPage,
+    InitializeSchema,
     Position,
     StoredMessage,
     check_clock,
@@ -27,7 +28,6 @@ from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import InitializeSchema
 from chatmem_repositories.neo4j._codec import (
     FIRST_POSITION,
     NO_POSITION,

@@ -12,6 +12,7 @@ from neo4j import Driver, GraphDatabase
 
 from chatmem.backend import (
     BaseVectorStore,
+    InitializeSchema,
     Lock,
     VectorDocument,
     VectorFilter,
@@ -24,7 +25,6 @@ from chatmem.backend import (
 )
 from chatmem.embedding import EmbeddingModel
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories._options import InitializeSchema
 from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements
 from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error

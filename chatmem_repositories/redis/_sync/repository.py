@@ -20,6 +20,7 @@ from chatmem.backend import (
     epoch_micros,
     matches_history_filters,
     normalize_ttl,
+    redact_url,
     scrub,
     sleep,
 )
@@ -27,7 +28,6 @@ from chatmem.conversation_ids import owner_of, validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, decode_message
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import redact_url
 from chatmem_repositories.redis import _scripts
 from chatmem_repositories.redis._codec import (
     append_args,

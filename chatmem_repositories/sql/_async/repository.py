@@ -23,12 +23,12 @@ from chatmem.backend import (
     check_limit,
     conversation_page,
     normalize_ttl,
+    redact_url,
 )
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import redact_url
 from chatmem_repositories.sql._async.plans import plan_for
 from chatmem_repositories.sql._async.runner import AsyncRunner
 from chatmem_repositories.sql._async.summaries import AsyncSummaries

@@ -25,12 +25,12 @@ from chatmem.backend import (
     check_limit,
     conversation_page,
     normalize_ttl,
+    redact_url,
 )
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
-from chatmem_repositories._options import redact_url
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, as_position, to_stored
 from chatmem_repositories.sql._drivers import (
     Engine,

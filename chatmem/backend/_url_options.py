@@ -1,4 +1,4 @@
-"""URL and option handling shared by every backend (no driver imports).
+"""URL splitting and option parsing shared by every backend (no driver imports).
 
 A backend declares its options as a frozen pydantic model with ``extra="forbid"``;
 :func:`parse_options` merges the URL's query string with keyword options (keywords win),
@@ -24,7 +24,7 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
-from chatmem.backend import redact_url, scrub
+from chatmem._urls import redact_url, scrub
 from chatmem.exceptions import ConfigurationError
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "did_you_mean",
     "parse_options",
     "parse_url_options",
-    "redact_url",
     "split_query",
     "split_url",
 ]
@@ -155,7 +154,7 @@ def parse_url_options(
         ```python
         from pydantic import BaseModel, ConfigDict
 
-        from chatmem_repositories._options import parse_url_options
+        from chatmem.backend import parse_url_options
 
 
         class Options(BaseModel):

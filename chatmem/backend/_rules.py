@@ -1,4 +1,4 @@
-"""Helpers shared by repository implementations (no I/O)."""
+"""Argument checks, shared rules and time helpers of the backend toolkit (no I/O)."""
 
 from __future__ import annotations
 

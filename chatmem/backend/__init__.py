@@ -25,9 +25,15 @@ What is here, by concern:
   pool), and :data:`async_api`/:data:`api`, which tell
   code shared by both twins which one it runs in. Write the async source with the
   ``async_``/``Async`` names; ``scripts/unasync.py`` turns them into their sync twins.
-- **URLs**: :func:`redact_url`, :func:`scrub`, :func:`url_secrets`,
+- **URLs and secrets**: :func:`redact_url`, :func:`scrub`, :func:`url_secrets`,
   :func:`is_secret_option` and :data:`MASK`, so no credential reaches a repr, an error
-  or a log line. (Parsing a backend's URL options is ``chatmem_repositories``' job.)
+  or a log line.
+- **URL options**: :func:`parse_url_options` applies the URL option rule (below) and returns
+  a :class:`ParsedUrl`; :func:`split_url` splits a URL, host lists included;
+  :func:`split_query` takes chosen options out of a URL; :func:`did_you_mean` suggests a
+  known name;
+  :data:`Duration`, :data:`InitializeSchema` and :data:`DRIVER_OPTIONS` are the shared option
+  types and the driver-arguments keyword.
 - **Vector stores**: :class:`AsyncBaseVectorStore`/:class:`BaseVectorStore` (a store
   implements only the search by vector), :class:`VectorDocument`, :class:`VectorFilter`,
   :data:`MetadataValue`, :func:`as_filter`, :func:`check_identifier`,
@@ -36,6 +42,29 @@ What is here, by concern:
   and the embedding helpers :func:`async_embed_documents`/:func:`embed_documents` and
   :func:`async_embed_query`/:func:`embed_query`.
 
+The URL option rule, the same for every backend: each query parameter of a repository URL,
+and each keyword option, is one of chatmem's options for the backend (its frozen pydantic
+model, ``extra="forbid"``) or one of the driver parameters the backend declares it passes
+through; anything else is a :class:`~chatmem.ConfigurationError` naming it, with the
+closest name from both lists. Other driver arguments go in ``driver_options={...}``. What
+stays in each backend is its own options model and driver parameters (its ``_options.py``).
+
+The options that prefix a backend's names keep the noun of the store, and so their defaults
+differ; changing one would move existing data, so each stays:
+
+| backend | prefix option | default | why |
+| --- | --- | --- | --- |
+| SQL | ``table_prefix`` | ``"chatmem_"`` | prefixes table names |
+| Cassandra | ``table_prefix`` | ``"chatmem_"`` | prefixes table names |
+| MongoDB | ``collection_prefix`` | ``"chatmem_"`` | prefixes collection names |
+| Redis | ``key_prefix`` | ``"chatmem"`` | keys put ``:`` after it |
+| Neo4j | ``label_prefix`` | ``""`` | labels read ``Conversation``, ``Message`` |
+
+``initialize_schema`` (:data:`InitializeSchema`) defaults to ``"always"`` where a backend
+has a schema to make (Cassandra, MongoDB, Neo4j). SQL's default is ``"embedded"``: it makes
+the tables of an embedded database (SQLite, a file the application owns) but not of a
+server's, where schema changes are the operator's. Redis has no schema and no such option.
+
 Example:
     ```python
     from chatmem.backend import StoredMessage, check_limit, conversation_page, unique_by_id
@@ -43,6 +72,35 @@ Example:
     check_limit(10)
     page = conversation_page(["a", "b", "c"], limit=2)
     assert page.conversation_ids == ["a", "b"] and page.next_cursor == "b"
+    ```
+
+    A backend's options, parsed from a URL and keywords:
+
+    ```python
+    from datetime import timedelta
+
+    from pydantic import BaseModel, ConfigDict
+
+    from chatmem.backend import Duration, InitializeSchema, parse_url_options
+
+
+    class StoreOptions(BaseModel):
+        model_config = ConfigDict(frozen=True, extra="forbid")
+        ttl: Duration | None = None
+        initialize_schema: InitializeSchema = "always"
+        read_timeout: Duration = timedelta(seconds=5)
+
+
+    parsed = parse_url_options(
+        StoreOptions,
+        "store://db.example/chat?ttl=3600&tls=true",
+        {"driver_options": {"pool_size": 4}},
+        backend="store",
+        driver_parameters=("tls",),
+    )
+    assert parsed.url == "store://db.example/chat?tls=true"  # for the driver
+    assert parsed.options.ttl == timedelta(hours=1)
+    assert parsed.driver_options == {"pool_size": 4}
     ```
 """
 
@@ -68,20 +126,6 @@ from chatmem._concurrency import (
 )
 from chatmem._flavor import check_flavor
 from chatmem._records import ConversationPage, Position, StoredMessage
-from chatmem._repository_support import (
-    MAX_LIMIT,
-    Clock,
-    check_clock,
-    check_initialize_schema,
-    check_limit,
-    conversation_page,
-    epoch_micros,
-    escape_like,
-    matches_history_filters,
-    normalize_ttl,
-    unique_by_id,
-    utc_now,
-)
 from chatmem._sync.vector_store import BaseVectorStore, embed_documents, embed_query
 from chatmem._urls import MASK, is_secret_option, redact_url, scrub, url_secrets
 from chatmem._vector_types import (
@@ -96,8 +140,33 @@ from chatmem._vector_types import (
     documents_from_rows,
     normalize,
 )
+from chatmem.backend._rules import (
+    MAX_LIMIT,
+    Clock,
+    check_clock,
+    check_initialize_schema,
+    check_limit,
+    conversation_page,
+    epoch_micros,
+    escape_like,
+    matches_history_filters,
+    normalize_ttl,
+    unique_by_id,
+    utc_now,
+)
+from chatmem.backend._url_options import (
+    DRIVER_OPTIONS,
+    Duration,
+    InitializeSchema,
+    ParsedUrl,
+    did_you_mean,
+    parse_url_options,
+    split_query,
+    split_url,
+)
 
 __all__ = [
+    "DRIVER_OPTIONS",
     "MASK",
     "MAX_LIMIT",
     "AsyncBaseVectorStore",
@@ -106,8 +175,11 @@ __all__ = [
     "BaseVectorStore",
     "Clock",
     "ConversationPage",
+    "Duration",
+    "InitializeSchema",
     "Lock",
     "MetadataValue",
+    "ParsedUrl",
     "Position",
     "Semaphore",
     "StoredMessage",
@@ -129,6 +201,7 @@ __all__ = [
     "check_vector",
     "conversation_page",
     "cosine_score",
+    "did_you_mean",
     "documents_from_rows",
     "embed_documents",
     "embed_query",
@@ -138,11 +211,14 @@ __all__ = [
     "matches_history_filters",
     "normalize",
     "normalize_ttl",
+    "parse_url_options",
     "redact_url",
     "run_all",
     "run_in_order",
     "scrub",
     "sleep",
+    "split_query",
+    "split_url",
     "unique_by_id",
     "url_secrets",
     "utc_now",
