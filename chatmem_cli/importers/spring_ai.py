@@ -515,7 +515,7 @@ def _neo4j_driver(
 
     The URL is the repository's without options (the reader takes them as arguments).
     """
-    from chatmem_repositories.neo4j._options import SCHEMES, driver_settings
+    from chatmem_repositories.neo4j._options import SCHEMES, parse_url
 
     if url.partition("://")[0].lower() not in SCHEMES:
         raise SourceError(f"spring-ai-neo4j: {redact_url(url)!r} is not a bolt:// or neo4j:// URL")
@@ -523,7 +523,7 @@ def _neo4j_driver(
     with source_errors("spring-ai-neo4j"):
         if split_query(url)[1]:
             raise SourceError("spring-ai-neo4j: the URL takes no options; pass them as arguments")
-        settings = driver_settings(url, {k: v for k, v in credentials.items() if v is not None})
+        settings = parse_url(url, {k: v for k, v in credentials.items() if v is not None})
     path = settings.options.database
     if path and database and path != database:
         raise SourceError(

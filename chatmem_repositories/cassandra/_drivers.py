@@ -31,7 +31,7 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statem
 
 from chatmem.backend import AsyncLock, Lock
 from chatmem_repositories.cassandra._cql import statements, summary_statements
-from chatmem_repositories.cassandra._errors import driver_errors, translate
+from chatmem_repositories.cassandra._errors import map_driver_error, mapped_driver_errors
 from chatmem_repositories.cassandra._options import (
     CassandraOptions,
     ConnectionSettings,
@@ -119,7 +119,7 @@ class ClusterRef:
         """Return the cluster, building it first if needed (call off the event loop)."""
         if self._cluster is None:
             assert self._factory is not None
-            with driver_errors():
+            with mapped_driver_errors():
                 self._cluster = self._factory()
         return self._cluster
 
@@ -159,7 +159,7 @@ class _Connection:
 
     def setup_blocking(self) -> None:
         """Connect (if this adapter owns the session), create the schema, prepare statements."""
-        with driver_errors():
+        with mapped_driver_errors():
             if self.session is None:
                 self.session = self.ref.get().connect()
             session = self.session
@@ -300,7 +300,7 @@ class SessionAdapter(_Connection):
 
     def execute(self, statement: Statement, *, write: bool = False) -> list[Row]:
         """Run one statement and return its rows."""
-        with driver_errors(write=write):
+        with mapped_driver_errors(write=write):
             return list(self.session.execute(statement, execution_profile=self._profile(write)))  # type: ignore[union-attr]
 
     def execute_all(
@@ -308,7 +308,7 @@ class SessionAdapter(_Connection):
     ) -> list[list[Row]]:
         """Send several statements at once and return each one's rows."""
         assert self.session is not None
-        with driver_errors(write=write):
+        with mapped_driver_errors(write=write):
             futures = [
                 self.session.execute_async(s, execution_profile=self._profile(write))
                 for s in statements
@@ -340,7 +340,7 @@ class AsyncSessionAdapter(_Connection):
     async def execute(self, statement: Statement, *, write: bool = False) -> list[Row]:
         """Run one statement and return its rows."""
         assert self.session is not None
-        with driver_errors():
+        with mapped_driver_errors():
             future = self.session.execute_async(statement, execution_profile=self._profile(write))
         return await _bridge(future, _dicts, write=write)
 
@@ -349,7 +349,7 @@ class AsyncSessionAdapter(_Connection):
     ) -> list[list[Row]]:
         """Send several statements at once and return each one's rows."""
         assert self.session is not None
-        with driver_errors():
+        with mapped_driver_errors():
             futures = [
                 self.session.execute_async(s, execution_profile=self._profile(write))
                 for s in statements
@@ -385,7 +385,7 @@ def _bridge(
         if exc is None:
             waiter.set_result(convert(rows))
         else:
-            mapped = translate(exc, write=write)
+            mapped = map_driver_error(exc, write=write)
             if mapped is not exc:
                 mapped.__cause__ = exc
             waiter.set_exception(mapped)
@@ -446,7 +446,7 @@ def result_rows(response_future: Any) -> list[list[Any]]:
     Args:
         response_future: What ``Session.execute_async`` returned.
     """
-    with driver_errors():
+    with mapped_driver_errors():
         return _lists(response_future.result())
 
 

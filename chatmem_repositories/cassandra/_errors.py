@@ -28,7 +28,7 @@ from chatmem.exceptions import (
 )
 from chatmem_repositories.cassandra._options import BACKEND
 
-__all__ = ["driver_errors", "is_paxos_contention", "translate"]
+__all__ = ["is_paxos_contention", "map_driver_error", "mapped_driver_errors"]
 
 # Order matters: the first matching class wins.
 _TABLE: tuple[tuple[tuple[type[BaseException], ...], type[RepositoryError], str], ...] = (
@@ -72,7 +72,7 @@ def _may_have_sent(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionException) and not any(t in str(exc) for t in _NOT_SENT)
 
 
-def translate(exc: BaseException, *, write: bool = False) -> BaseException:
+def map_driver_error(exc: BaseException, *, write: bool = False) -> BaseException:
     """Return the chatmem error for a driver error (other exceptions are returned as is).
 
     Args:
@@ -95,16 +95,16 @@ def translate(exc: BaseException, *, write: bool = False) -> BaseException:
 
 
 @contextmanager
-def driver_errors(*, write: bool = False) -> Iterator[None]:
+def mapped_driver_errors(*, write: bool = False) -> Iterator[None]:
     """Re-raise driver errors raised in the block as chatmem errors (``from`` the original).
 
     Args:
-        write: The block sends a write (see :func:`translate`).
+        write: The block sends a write (see :func:`map_driver_error`).
     """
     try:
         yield
     except Exception as exc:
-        mapped = translate(exc, write=write)
+        mapped = map_driver_error(exc, write=write)
         if mapped is exc:
             raise
         raise mapped from exc

@@ -23,8 +23,8 @@ __all__ = [
     "NOT_IMPLEMENTED",
     "SENT_COMMANDS",
     "is_duplicate_key",
-    "map_error",
-    "mapped_errors",
+    "map_driver_error",
+    "mapped_driver_errors",
     "tracks_sent_commands",
 ]
 
@@ -70,7 +70,7 @@ def tracks_sent_commands(client: Any) -> bool:
     return any(listener is SENT_COMMANDS for listener in client.options.event_listeners)
 
 
-def map_error(exc: errors.PyMongoError, *, unknown: bool = False) -> Exception:
+def map_driver_error(exc: errors.PyMongoError, *, unknown: bool = False) -> Exception:
     """Return the chatmem error for a pymongo error (the caller raises it ``from exc``).
 
     Args:
@@ -99,7 +99,7 @@ def map_error(exc: errors.PyMongoError, *, unknown: bool = False) -> Exception:
 
 
 @contextmanager
-def mapped_errors(*, write: bool = False, tracked: bool = False) -> Iterator[None]:
+def mapped_driver_errors(*, write: bool = False, tracked: bool = False) -> Iterator[None]:
     """Re-raise pymongo errors raised inside the block as chatmem errors.
 
     Args:
@@ -115,7 +115,7 @@ def mapped_errors(*, write: bool = False, tracked: bool = False) -> Iterator[Non
         yield
     except errors.PyMongoError as exc:
         unknown = started is not None and (started[0] > 0 or not tracked)
-        raise map_error(exc, unknown=unknown) from exc
+        raise map_driver_error(exc, unknown=unknown) from exc
     finally:
         _started.reset(token)
 

@@ -28,13 +28,13 @@ __all__ = [
     "DRIVER_ERRORS",
     "RetryDelays",
     "lost_race",
+    "map_driver_error",
     "may_have_sent",
     "should_retry",
-    "translate_error",
 ]
 
 DRIVER_ERRORS = (Neo4jError, DriverError, OSError)
-"""What the driver raises; catch these and raise :func:`translate_error`'s result."""
+"""What the driver raises; catch these and raise :func:`map_driver_error`'s result."""
 
 _ENTITY_NOT_FOUND = "Neo.ClientError.Statement.EntityNotFound"
 
@@ -118,7 +118,7 @@ def _server_error(exc: Neo4jError, action: str) -> RepositoryError:
     return RepositoryError(f"neo4j {action} failed: {kind} {code}: {exc.message}", backend=BACKEND)
 
 
-def translate_error(
+def map_driver_error(
     exc: BaseException, action: str, *, unknown: bool = False, timeout: float | None = None
 ) -> RepositoryError:
     """Return the chatmem error for a driver error; raise it ``from`` the original.
@@ -146,7 +146,7 @@ def translate_error(
             f"neo4j {action} failed: no answer within {timeout:g} s, connection closed{again}",
             backend=BACKEND,
         )
-    error = _translate(exc, action)
+    error = _map_by_kind(exc, action)
     if unknown and type(error) is RepositoryTimeoutError and isinstance(exc, TimeoutError):
         return RepositoryWriteTimeoutError(f"{error}{again}", backend=BACKEND)
     if unknown and type(error) is RepositoryConnectionError and not isinstance(exc, AuthError):
@@ -154,7 +154,7 @@ def translate_error(
     return error
 
 
-def _translate(exc: BaseException, action: str) -> RepositoryError:
+def _map_by_kind(exc: BaseException, action: str) -> RepositoryError:
     if isinstance(exc, ServiceUnavailable | SessionExpired):
         return RepositoryConnectionError(
             f"neo4j {action} failed: server unavailable ({exc})", backend=BACKEND

@@ -31,7 +31,7 @@ __all__ = [
     "DriverSettings",
     "Neo4jOptions",
     "check_label_prefix",
-    "driver_settings",
+    "parse_url",
 ]
 
 DRIVER_PARAMETERS: frozenset[str] = frozenset()
@@ -147,7 +147,7 @@ def _split_url(url: str) -> tuple[str, str | None, str | None, str | None]:
     return uri, user, password, database
 
 
-def driver_settings(url: str, keyword_options: dict[str, Any]) -> DriverSettings:
+def parse_url(url: str, keyword_options: dict[str, Any]) -> DriverSettings:
     """Turn a repository URL and keyword options into driver arguments.
 
     ``bolt://user:password@host:7687/database?label_prefix=App&ttl=3600``: the user and

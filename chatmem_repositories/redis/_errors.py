@@ -20,9 +20,9 @@ __all__ = [
     "CLUSTER_UNAVAILABLE",
     "DRIVER_ERRORS",
     "RETRYABLE",
+    "map_driver_error",
+    "mapped_driver_errors",
     "never_sent",
-    "translate_error",
-    "translate_errors",
 ]
 
 BACKEND = "redis"
@@ -59,7 +59,7 @@ def never_sent(exc: BaseException) -> bool:
     return isinstance(exc, RETRYABLE) and "connecting to" in str(exc)
 
 
-def translate_error(
+def map_driver_error(
     exc: BaseException, server: str, action: str, *, unknown: bool = False
 ) -> RepositoryError:
     """Return the chatmem error for a redis-py error; raise it ``from exc``.
@@ -92,7 +92,7 @@ def translate_error(
 
 
 @contextmanager
-def translate_errors(server: str, action: str) -> Iterator[None]:
+def mapped_driver_errors(server: str, action: str) -> Iterator[None]:
     """Re-raise driver errors inside the block as chatmem repository errors.
 
     Args:
@@ -102,4 +102,4 @@ def translate_errors(server: str, action: str) -> Iterator[None]:
     try:
         yield
     except DRIVER_ERRORS as exc:
-        raise translate_error(exc, server, action) from exc
+        raise map_driver_error(exc, server, action) from exc

@@ -14,7 +14,7 @@ from chatmem.exceptions import (
     RepositoryWriteTimeoutError,
 )
 
-__all__ = ["StatementTimeoutError", "is_retryable", "map_error"]
+__all__ = ["StatementTimeoutError", "is_retryable", "map_driver_error"]
 
 
 class StatementTimeoutError(TimeoutError):
@@ -101,7 +101,7 @@ def _classify(exc: BaseException) -> type[RepositoryError]:
     return RepositoryError
 
 
-def map_error(exc: BaseException, backend: str, *, unknown: bool = False) -> RepositoryError:
+def map_driver_error(exc: BaseException, backend: str, *, unknown: bool = False) -> RepositoryError:
     """Return the chatmem error for a driver or SQLAlchemy error; raise it ``from exc``.
 
     Args:

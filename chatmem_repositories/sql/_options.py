@@ -25,7 +25,7 @@ from chatmem.backend import (
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories.sql._schema import check_table_prefix
 
-__all__ = ["DRIVER_PARAMETERS", "SqlOptions", "parse_sql_url"]
+__all__ = ["DRIVER_PARAMETERS", "SqlOptions", "parse_url"]
 
 
 class SqlOptions(BaseModel):
@@ -103,7 +103,7 @@ def _dialect_of(url: str) -> str:
     return "postgresql" if scheme == "postgres" else scheme
 
 
-def parse_sql_url(
+def parse_url(
     url: str, keyword_options: Mapping[str, Any], driver_options: Mapping[str, Any] | None
 ) -> ParsedUrl[SqlOptions]:
     """Apply the URL option rule with the driver parameters of the URL's dialect.

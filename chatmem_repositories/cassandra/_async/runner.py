@@ -18,7 +18,7 @@ from cassandra.query import Statement
 from chatmem.backend import AsyncLock, async_run_all, async_sleep
 from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
 from chatmem_repositories.cassandra._drivers import async_result_rows
-from chatmem_repositories.cassandra._errors import driver_errors
+from chatmem_repositories.cassandra._errors import mapped_driver_errors
 
 __all__ = ["VECTOR_WRITES_IN_FLIGHT", "execute", "execute_all"]
 
@@ -48,7 +48,7 @@ async def execute(
         statement: A bound statement or CQL text.
         params: Values for CQL text.
     """
-    with driver_errors():
+    with mapped_driver_errors():
         future = session.execute_async(statement, params or None)
     return await async_result_rows(future)
 

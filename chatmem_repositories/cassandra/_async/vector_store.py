@@ -31,7 +31,7 @@ from chatmem_repositories.cassandra._drivers import (
     LazyCluster,
     async_on_thread,
 )
-from chatmem_repositories.cassandra._errors import driver_errors
+from chatmem_repositories.cassandra._errors import mapped_driver_errors
 from chatmem_repositories.cassandra._options import parse_url
 
 __all__ = ["AsyncCassandraVectorStore"]
@@ -153,11 +153,11 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
             self._ready = True
 
     def _set_up_blocking(self, dimensions: int) -> None:
-        with driver_errors():
+        with mapped_driver_errors():
             if self._session is None:
                 self._session = self._ref.get().connect()
         cql, session = self._cql, self._session
-        with driver_errors():
+        with mapped_driver_errors():
             if self._initialize_schema:
                 for ddl in cql.schema(dimensions):
                     session.execute(ddl, timeout=_DDL_TIMEOUT)
@@ -180,7 +180,7 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         prepared = self._prepared.get(name)
         if prepared is None:
             session = self._connected
-            with driver_errors():
+            with mapped_driver_errors():
                 prepared = await async_on_thread(lambda: session.prepare(text))
             self._prepared[name] = prepared
         return prepared

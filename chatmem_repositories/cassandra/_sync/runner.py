@@ -20,7 +20,7 @@ from cassandra.query import Statement
 from chatmem.backend import Lock, run_all, sleep
 from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
 from chatmem_repositories.cassandra._drivers import result_rows
-from chatmem_repositories.cassandra._errors import driver_errors
+from chatmem_repositories.cassandra._errors import mapped_driver_errors
 
 __all__ = ["VECTOR_WRITES_IN_FLIGHT", "execute", "execute_all"]
 
@@ -50,7 +50,7 @@ def execute(
         statement: A bound statement or CQL text.
         params: Values for CQL text.
     """
-    with driver_errors():
+    with mapped_driver_errors():
         future = session.execute_async(statement, params or None)
     return result_rows(future)
 

@@ -32,7 +32,7 @@ from chatmem_repositories.cassandra._drivers import (
     LazyCluster,
     on_thread,
 )
-from chatmem_repositories.cassandra._errors import driver_errors
+from chatmem_repositories.cassandra._errors import mapped_driver_errors
 from chatmem_repositories.cassandra._options import parse_url
 from chatmem_repositories.cassandra._sync.runner import execute, execute_all
 
@@ -155,11 +155,11 @@ class CassandraVectorStore(BaseVectorStore):
             self._ready = True
 
     def _set_up_blocking(self, dimensions: int) -> None:
-        with driver_errors():
+        with mapped_driver_errors():
             if self._session is None:
                 self._session = self._ref.get().connect()
         cql, session = self._cql, self._session
-        with driver_errors():
+        with mapped_driver_errors():
             if self._initialize_schema:
                 for ddl in cql.schema(dimensions):
                     session.execute(ddl, timeout=_DDL_TIMEOUT)
@@ -182,7 +182,7 @@ class CassandraVectorStore(BaseVectorStore):
         prepared = self._prepared.get(name)
         if prepared is None:
             session = self._connected
-            with driver_errors():
+            with mapped_driver_errors():
                 prepared = on_thread(lambda: session.prepare(text))
             self._prepared[name] = prepared
         return prepared

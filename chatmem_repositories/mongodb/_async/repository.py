@@ -34,7 +34,7 @@ from .._codec import (
     whole_batches,
 )
 from .._drivers import AsyncCollection, AsyncMongoClient, Document
-from .._errors import mapped_errors, tracks_sent_commands
+from .._errors import mapped_driver_errors, tracks_sent_commands
 from .._options import parse_url
 from .._schema import CONVERSATION_INDEXES, MESSAGE_INDEXES, SUMMARY_INDEXES, missing
 from .batches import AsyncBatches
@@ -148,7 +148,7 @@ class AsyncMongoChatMemoryRepository:
                 bad value.
         """
         settings = parse_url(url, options)
-        with mapped_errors():
+        with mapped_driver_errors():
             client: AsyncMongoClient[Document] = AsyncMongoClient(
                 settings.url, **settings.client_options
             )
@@ -176,7 +176,7 @@ class AsyncMongoChatMemoryRepository:
         A MongoDB wire-protocol server that says what it is (FerretDB) is named with the
         MongoDB version it reports, as ``"FerretDB 1.24.0 (MongoDB 7.0.42)"``.
         """
-        with mapped_errors():
+        with mapped_driver_errors():
             return server_product(await self._client.admin.command("buildInfo"))
 
     @property
@@ -197,7 +197,7 @@ class AsyncMongoChatMemoryRepository:
         async with self._ready_lock:
             if self._ready_done:
                 return
-            with mapped_errors():
+            with mapped_driver_errors():
                 await _ensure_indexes(self._messages, MESSAGE_INDEXES)
                 await _ensure_indexes(self._conversations, CONVERSATION_INDEXES)
                 await _ensure_indexes(self._summaries_collection, SUMMARY_INDEXES)
@@ -213,7 +213,7 @@ class AsyncMongoChatMemoryRepository:
         query: Document = {}
         if self._ttl is not None:
             query = {"$or": [{"expires_at": None}, {"expires_at": {"$gt": self._expiry.now()}}]}
-        with mapped_errors():
+        with mapped_driver_errors():
             documents = await self._conversations.find(query, projection={"_id": 1}).to_list(None)
         return [str(d["_id"]) for d in documents]
 
@@ -221,7 +221,7 @@ class AsyncMongoChatMemoryRepository:
         """Return a conversation's whole history in order, or ``[]``."""
         validate_conversation_id(conversation_id)
         await self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             query = await self._expiry.scope(conversation_id)
             if query is None:
                 return []
@@ -237,7 +237,7 @@ class AsyncMongoChatMemoryRepository:
         """
         validate_conversation_id(conversation_id)
         await self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             query = await self._expiry.scope(conversation_id)
             return 0 if query is None else await self._batches.count(query)
 
@@ -252,14 +252,14 @@ class AsyncMongoChatMemoryRepository:
             await self.delete_by_conversation_id(conversation_id)
             return
         await self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             await self._batches.write(conversation_id, messages, replace=True)
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation and its messages; unknown ids are ignored."""
         validate_conversation_id(conversation_id)
         await self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             # Messages first: a crash in between leaves an empty conversation, not orphans.
             self._batches.forget(conversation_id)
             await self._messages.delete_many({"conversation_id": conversation_id})
@@ -282,7 +282,7 @@ class AsyncMongoChatMemoryRepository:
         if not messages:
             return []
         await self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             return await self._batches.write(conversation_id, messages, replace=False)
 
     async def find_recent(
@@ -296,7 +296,7 @@ class AsyncMongoChatMemoryRepository:
         if limit == 0:
             return []
         await self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             query = await self._expiry.scope(conversation_id)
             if query is None:
                 return []
@@ -330,7 +330,7 @@ class AsyncMongoChatMemoryRepository:
         if limit == 0:
             return await self.find_system_message(conversation_id), []
         await self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             hint = None if self._ttl is not None else self._batches.newest(conversation_id)
             counter: int | None = hint
             if hint is not None:
@@ -358,7 +358,7 @@ class AsyncMongoChatMemoryRepository:
         """
         validate_conversation_id(conversation_id)
         await self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             query = await self._expiry.scope(conversation_id)
             if query is None:
                 return None
@@ -385,7 +385,7 @@ class AsyncMongoChatMemoryRepository:
             query["_id"] = {"$gt": cursor}
         if self._ttl is not None:
             query["$or"] = [{"expires_at": None}, {"expires_at": {"$gt": self._expiry.now()}}]
-        with mapped_errors():
+        with mapped_driver_errors():
             documents = await self._conversations.find(
                 query, projection={"_id": 1}, sort=[("_id", ASCENDING)], limit=limit + 1
             ).to_list(None)
@@ -418,7 +418,7 @@ class AsyncMongoChatMemoryRepository:
         if limit == 0:
             return []
         await self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             scope = await self._expiry.scope(conversation_id)
             if scope is None:
                 return []
@@ -442,7 +442,7 @@ class AsyncMongoChatMemoryRepository:
         validate_conversation_id(conversation_id)
         before = check_position(position)
         await self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             query = await self._expiry.scope(conversation_id)
             return 0 if query is None else await self._batches.delete_before(query, before)
 
@@ -453,7 +453,7 @@ class AsyncMongoChatMemoryRepository:
         removes conversation documents itself and this removes the messages they left.
         """
         await self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             return await self._expiry.purge()
 
     # -- summaries ------------------------------------------------------------------------------
@@ -462,7 +462,7 @@ class AsyncMongoChatMemoryRepository:
         """Return the conversation's summary, or ``None``."""
         validate_conversation_id(conversation_id)
         await self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             return await self._summaries.find(conversation_id)
 
     async def save_summary(
@@ -471,7 +471,7 @@ class AsyncMongoChatMemoryRepository:
         """Write the summary if the stored version is ``expected_version``."""
         validate_conversation_id(conversation_id)
         await self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             return await self._summaries.save(conversation_id, text, covers, expected_version)
 
     async def aclose(self) -> None:

@@ -36,7 +36,7 @@ from .._codec import (
     whole_batches,
 )
 from .._drivers import Collection, Document, MongoClient
-from .._errors import mapped_errors, tracks_sent_commands
+from .._errors import mapped_driver_errors, tracks_sent_commands
 from .._options import parse_url
 from .._schema import CONVERSATION_INDEXES, MESSAGE_INDEXES, SUMMARY_INDEXES, missing
 from .batches import Batches
@@ -150,7 +150,7 @@ class MongoChatMemoryRepository:
                 bad value.
         """
         settings = parse_url(url, options)
-        with mapped_errors():
+        with mapped_driver_errors():
             client: MongoClient[Document] = MongoClient(settings.url, **settings.client_options)
         repository = cls(
             client,
@@ -176,7 +176,7 @@ class MongoChatMemoryRepository:
         A MongoDB wire-protocol server that says what it is (FerretDB) is named with the
         MongoDB version it reports, as ``"FerretDB 1.24.0 (MongoDB 7.0.42)"``.
         """
-        with mapped_errors():
+        with mapped_driver_errors():
             return server_product(self._client.admin.command("buildInfo"))
 
     @property
@@ -197,7 +197,7 @@ class MongoChatMemoryRepository:
         with self._ready_lock:
             if self._ready_done:
                 return
-            with mapped_errors():
+            with mapped_driver_errors():
                 _ensure_indexes(self._messages, MESSAGE_INDEXES)
                 _ensure_indexes(self._conversations, CONVERSATION_INDEXES)
                 _ensure_indexes(self._summaries_collection, SUMMARY_INDEXES)
@@ -213,7 +213,7 @@ class MongoChatMemoryRepository:
         query: Document = {}
         if self._ttl is not None:
             query = {"$or": [{"expires_at": None}, {"expires_at": {"$gt": self._expiry.now()}}]}
-        with mapped_errors():
+        with mapped_driver_errors():
             documents = self._conversations.find(query, projection={"_id": 1}).to_list(None)
         return [str(d["_id"]) for d in documents]
 
@@ -221,7 +221,7 @@ class MongoChatMemoryRepository:
         """Return a conversation's whole history in order, or ``[]``."""
         validate_conversation_id(conversation_id)
         self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             query = self._expiry.scope(conversation_id)
             if query is None:
                 return []
@@ -237,7 +237,7 @@ class MongoChatMemoryRepository:
         """
         validate_conversation_id(conversation_id)
         self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             query = self._expiry.scope(conversation_id)
             return 0 if query is None else self._batches.count(query)
 
@@ -252,14 +252,14 @@ class MongoChatMemoryRepository:
             self.delete_by_conversation_id(conversation_id)
             return
         self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             self._batches.write(conversation_id, messages, replace=True)
 
     def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation and its messages; unknown ids are ignored."""
         validate_conversation_id(conversation_id)
         self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             # Messages first: a crash in between leaves an empty conversation, not orphans.
             self._batches.forget(conversation_id)
             self._messages.delete_many({"conversation_id": conversation_id})
@@ -280,7 +280,7 @@ class MongoChatMemoryRepository:
         if not messages:
             return []
         self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             return self._batches.write(conversation_id, messages, replace=False)
 
     def find_recent(
@@ -294,7 +294,7 @@ class MongoChatMemoryRepository:
         if limit == 0:
             return []
         self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             query = self._expiry.scope(conversation_id)
             if query is None:
                 return []
@@ -328,7 +328,7 @@ class MongoChatMemoryRepository:
         if limit == 0:
             return self.find_system_message(conversation_id), []
         self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             hint = None if self._ttl is not None else self._batches.newest(conversation_id)
             counter: int | None = hint
             if hint is not None:
@@ -354,7 +354,7 @@ class MongoChatMemoryRepository:
         """
         validate_conversation_id(conversation_id)
         self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             query = self._expiry.scope(conversation_id)
             if query is None:
                 return None
@@ -381,7 +381,7 @@ class MongoChatMemoryRepository:
             query["_id"] = {"$gt": cursor}
         if self._ttl is not None:
             query["$or"] = [{"expires_at": None}, {"expires_at": {"$gt": self._expiry.now()}}]
-        with mapped_errors():
+        with mapped_driver_errors():
             documents = self._conversations.find(
                 query, projection={"_id": 1}, sort=[("_id", ASCENDING)], limit=limit + 1
             ).to_list(None)
@@ -414,7 +414,7 @@ class MongoChatMemoryRepository:
         if limit == 0:
             return []
         self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             scope = self._expiry.scope(conversation_id)
             if scope is None:
                 return []
@@ -438,7 +438,7 @@ class MongoChatMemoryRepository:
         validate_conversation_id(conversation_id)
         before = check_position(position)
         self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             query = self._expiry.scope(conversation_id)
             return 0 if query is None else self._batches.delete_before(query, before)
 
@@ -449,7 +449,7 @@ class MongoChatMemoryRepository:
         removes conversation documents itself and this removes the messages they left.
         """
         self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             return self._expiry.purge()
 
     # -- summaries ------------------------------------------------------------------------------
@@ -458,7 +458,7 @@ class MongoChatMemoryRepository:
         """Return the conversation's summary, or ``None``."""
         validate_conversation_id(conversation_id)
         self._ready()
-        with mapped_errors():
+        with mapped_driver_errors():
             return self._summaries.find(conversation_id)
 
     def save_summary(
@@ -467,7 +467,7 @@ class MongoChatMemoryRepository:
         """Write the summary if the stored version is ``expected_version``."""
         validate_conversation_id(conversation_id)
         self._ready()
-        with mapped_errors(write=True, tracked=self._tracked):
+        with mapped_driver_errors(write=True, tracked=self._tracked):
             return self._summaries.save(conversation_id, text, covers, expected_version)
 
     def close(self) -> None:

@@ -38,9 +38,9 @@ from chatmem_repositories.neo4j._codec import (
 from chatmem_repositories.neo4j._cypher import Statements
 from chatmem_repositories.neo4j._errors import (
     DRIVER_ERRORS,
-    translate_error,
+    map_driver_error,
 )
-from chatmem_repositories.neo4j._options import driver_settings
+from chatmem_repositories.neo4j._options import parse_url
 
 __all__ = ["AsyncNeo4jChatMemoryRepository"]
 
@@ -134,7 +134,7 @@ class AsyncNeo4jChatMemoryRepository:
         Raises:
             ConfigurationError: For a bad URL, an unknown option or a bad value.
         """
-        settings = driver_settings(url, options)
+        settings = parse_url(url, options)
         driver = AsyncGraphDatabase.driver(settings.uri, auth=settings.auth, **settings.config)
         parsed = settings.options
         repository = cls(
@@ -437,7 +437,7 @@ class AsyncNeo4jChatMemoryRepository:
             async with self._driver.session(**self._runner.session_config(False)) as session:
                 record = await (await session.run(query)).single()
         except DRIVER_ERRORS as exc:
-            raise translate_error(exc, "server version") from exc
+            raise map_driver_error(exc, "server version") from exc
         return str(record[0]) if record else "Neo4j (unknown version)"
 
     async def aclose(self) -> None:
@@ -446,7 +446,7 @@ class AsyncNeo4jChatMemoryRepository:
             try:
                 await self._driver.close()
             except DRIVER_ERRORS as exc:
-                raise translate_error(exc, "close") from exc
+                raise map_driver_error(exc, "close") from exc
 
     async def __aenter__(self) -> AsyncNeo4jChatMemoryRepository:
         return self

@@ -21,9 +21,9 @@ from chatmem_repositories.neo4j._drivers import closer_of
 from chatmem_repositories.neo4j._errors import (
     DRIVER_ERRORS,
     RetryDelays,
+    map_driver_error,
     may_have_sent,
     should_retry,
-    translate_error,
 )
 
 __all__ = ["AsyncStatementRunner", "create_rules", "seconds"]
@@ -120,7 +120,7 @@ class AsyncStatementRunner:
                 async with self._driver.session(**self.session_config()) as session:
                     await create_rules(session, self._schema)
             except DRIVER_ERRORS as exc:
-                raise translate_error(exc, "schema creation") from exc
+                raise map_driver_error(exc, "schema creation") from exc
             self.schema_ready = True
 
     async def execute(
@@ -162,7 +162,7 @@ class AsyncStatementRunner:
                 # No answer in time: another attempt would most likely wait as long again.
                 delay = retry.next_delay() if should_retry(exc) and not timed_out else None
                 if delay is None:
-                    raise translate_error(
+                    raise map_driver_error(
                         exc,
                         action,
                         unknown=maybe_applied,

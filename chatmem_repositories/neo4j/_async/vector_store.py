@@ -26,8 +26,8 @@ from chatmem.exceptions import ConfigurationError
 from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner, create_rules, seconds
 from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements
-from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
-from chatmem_repositories.neo4j._options import driver_settings
+from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, map_driver_error
+from chatmem_repositories.neo4j._options import parse_url
 
 __all__ = ["AsyncNeo4jVectorStore"]
 
@@ -137,7 +137,7 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
         Raises:
             ConfigurationError: For a bad URL, name or option.
         """
-        settings = driver_settings(url, options)
+        settings = parse_url(url, options)
         # Check every name before the driver exists, so a bad one leaks nothing.
         VectorStatements.create(label, index_name)
         for key in indexed_keys:
@@ -177,7 +177,7 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
             try:
                 await self._create_schema(self._dimensions)
             except DRIVER_ERRORS as exc:
-                raise translate_error(exc, "vector schema creation") from exc
+                raise map_driver_error(exc, "vector schema creation") from exc
             self._schema_ready = True
 
     async def _create_schema(self, dimensions: int) -> None:

@@ -39,9 +39,9 @@ from chatmem_repositories.neo4j._codec import (
 from chatmem_repositories.neo4j._cypher import Statements
 from chatmem_repositories.neo4j._errors import (
     DRIVER_ERRORS,
-    translate_error,
+    map_driver_error,
 )
-from chatmem_repositories.neo4j._options import driver_settings
+from chatmem_repositories.neo4j._options import parse_url
 from chatmem_repositories.neo4j._sync.runner import StatementRunner, seconds
 
 __all__ = ["Neo4jChatMemoryRepository"]
@@ -136,7 +136,7 @@ class Neo4jChatMemoryRepository:
         Raises:
             ConfigurationError: For a bad URL, an unknown option or a bad value.
         """
-        settings = driver_settings(url, options)
+        settings = parse_url(url, options)
         driver = GraphDatabase.driver(settings.uri, auth=settings.auth, **settings.config)
         parsed = settings.options
         repository = cls(
@@ -431,7 +431,7 @@ class Neo4jChatMemoryRepository:
             with self._driver.session(**self._runner.session_config(False)) as session:
                 record = (session.run(query)).single()
         except DRIVER_ERRORS as exc:
-            raise translate_error(exc, "server version") from exc
+            raise map_driver_error(exc, "server version") from exc
         return str(record[0]) if record else "Neo4j (unknown version)"
 
     def close(self) -> None:
@@ -440,7 +440,7 @@ class Neo4jChatMemoryRepository:
             try:
                 self._driver.close()
             except DRIVER_ERRORS as exc:
-                raise translate_error(exc, "close") from exc
+                raise map_driver_error(exc, "close") from exc
 
     def __enter__(self) -> Neo4jChatMemoryRepository:
         return self

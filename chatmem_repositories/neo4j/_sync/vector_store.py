@@ -27,8 +27,8 @@ from chatmem.embedding import EmbeddingModel
 from chatmem.exceptions import ConfigurationError
 from chatmem_repositories.neo4j._codec import document_rows
 from chatmem_repositories.neo4j._cypher import VectorStatements
-from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, translate_error
-from chatmem_repositories.neo4j._options import driver_settings
+from chatmem_repositories.neo4j._errors import DRIVER_ERRORS, map_driver_error
+from chatmem_repositories.neo4j._options import parse_url
 from chatmem_repositories.neo4j._sync.runner import StatementRunner, create_rules, seconds
 
 __all__ = ["Neo4jVectorStore"]
@@ -139,7 +139,7 @@ class Neo4jVectorStore(BaseVectorStore):
         Raises:
             ConfigurationError: For a bad URL, name or option.
         """
-        settings = driver_settings(url, options)
+        settings = parse_url(url, options)
         # Check every name before the driver exists, so a bad one leaks nothing.
         VectorStatements.create(label, index_name)
         for key in indexed_keys:
@@ -179,7 +179,7 @@ class Neo4jVectorStore(BaseVectorStore):
             try:
                 self._create_schema(self._dimensions)
             except DRIVER_ERRORS as exc:
-                raise translate_error(exc, "vector schema creation") from exc
+                raise map_driver_error(exc, "vector schema creation") from exc
             self._schema_ready = True
 
     def _create_schema(self, dimensions: int) -> None:

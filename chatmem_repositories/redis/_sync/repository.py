@@ -51,9 +51,9 @@ from chatmem_repositories.redis._drivers import (
 from chatmem_repositories.redis._errors import (
     DRIVER_ERRORS,
     RETRYABLE,
+    map_driver_error,
+    mapped_driver_errors,
     never_sent,
-    translate_error,
-    translate_errors,
 )
 from chatmem_repositories.redis._options import cluster_seeds, is_cluster_url, parse_url
 from chatmem_repositories.redis._schema import KeyLayout, escape_key_part, expiry_member
@@ -206,7 +206,7 @@ class RedisChatMemoryRepository:
         except DRIVER_ERRORS as exc:
             # redis-py's sync RedisCluster connects when it is built (the other clients on
             # their first call): no node answering is chatmem's error, as on any later call.
-            raise translate_error(exc, redact_url(url), "connecting") from exc
+            raise map_driver_error(exc, redact_url(url), "connecting") from exc
         repository = cls(
             client,
             key_prefix=parsed.options.key_prefix,
@@ -257,9 +257,11 @@ class RedisChatMemoryRepository:
                 maybe_applied = maybe_applied or (write and sent)
                 failures += 1
                 if failures > self._retries:
-                    raise translate_error(exc, self._server, action, unknown=maybe_applied) from exc
+                    raise map_driver_error(
+                        exc, self._server, action, unknown=maybe_applied
+                    ) from exc
             except DRIVER_ERRORS as exc:
-                raise translate_error(exc, self._server, action) from exc
+                raise map_driver_error(exc, self._server, action) from exc
             sleep(self._backoff.compute(failures))
 
     def _run(
@@ -591,7 +593,7 @@ class RedisChatMemoryRepository:
     def close(self) -> None:
         """Close the client if this repository created it (``from_url``)."""
         if self._owns_client:
-            with translate_errors(self._server, "closing"):
+            with mapped_driver_errors(self._server, "closing"):
                 self._client.close()
 
     def __enter__(self) -> RedisChatMemoryRepository:

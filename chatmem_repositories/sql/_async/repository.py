@@ -39,7 +39,7 @@ from chatmem_repositories.sql._drivers import (
     engine_arguments,
     prepare_owned_engine,
 )
-from chatmem_repositories.sql._options import SqlOptions, parse_sql_url
+from chatmem_repositories.sql._options import SqlOptions, parse_url
 from chatmem_repositories.sql._schema import build_tables, schema_ddl
 
 __all__ = ["AsyncSqlChatMemoryRepository"]
@@ -132,7 +132,7 @@ class AsyncSqlChatMemoryRepository:
             ConfigurationError: For an unknown option or URL parameter, a bad value or a
                 missing driver.
         """
-        parsed = parse_sql_url(url, options, driver_options)
+        parsed = parse_url(url, options, driver_options)
         settings = parsed.options
         sa_url, kwargs = engine_arguments(
             # SQLAlchemy's own URL handling drops chatmem's options: a URL rebuilt by

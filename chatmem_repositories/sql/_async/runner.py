@@ -50,7 +50,7 @@ from chatmem_repositories.sql._drivers import (
     deadline_of,
     sends_statement_lists,
 )
-from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_error
+from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_driver_error
 
 __all__ = ["AsyncRunner", "AsyncTransaction"]
 
@@ -353,7 +353,7 @@ class AsyncRunner:
             async with self._engine.begin() as connection:
                 await async_create_all(connection, self._metadata)
         except _ERRORS as exc:
-            raise map_error(exc, self._backend) from exc
+            raise map_driver_error(exc, self._backend) from exc
 
     async def perform(self, operation: Callable[[], Awaitable[T]], *, schema: bool = True) -> T:
         """Run an operation of the plan: its statements and transactions through this runner.
@@ -448,7 +448,7 @@ class AsyncRunner:
             except _ERRORS as exc:
                 maybe_applied = maybe_applied or sent
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+                    raise map_driver_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _driver_sql(self, statement: Executable, *, write: bool) -> DriverSql | None:
         """The SQL for the driver of a step in autocommit; ``None``: not run directly."""
@@ -499,7 +499,7 @@ class AsyncRunner:
             except _ERRORS as exc:
                 maybe_applied = maybe_applied or sent
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+                    raise map_driver_error(exc, self._backend, unknown=maybe_applied) from exc
 
     async def _run_direct(self, connection: PoolProxiedConnection, text: str, bound: Any) -> Any:
         """Execute on the driver connection in autocommit, under the engine's deadline."""
@@ -592,7 +592,7 @@ class AsyncRunner:
             except _ERRORS as exc:
                 maybe_applied = maybe_applied or committing
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+                    raise map_driver_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _in_transaction_sql(self, statement: Executable, params: Any) -> DriverSql | None:
         """The statement's SQL for the driver, if a transaction runs it there (see __init__)."""
@@ -688,7 +688,7 @@ class AsyncRunner:
             except _ERRORS as exc:
                 maybe_applied = maybe_applied or committing
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+                    raise map_driver_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _script(self, statements: tuple[Executable, ...]) -> DriverList:
         """The statements' SQL as one list ending in COMMIT, compiled on first use."""

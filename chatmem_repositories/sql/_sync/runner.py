@@ -52,7 +52,7 @@ from chatmem_repositories.sql._drivers import (
     sends_statement_lists,
     to_completion,
 )
-from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_error
+from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_driver_error
 
 __all__ = ["Runner", "Transaction"]
 
@@ -348,7 +348,7 @@ class Runner:
             with self._engine.begin() as connection:
                 create_all(connection, self._metadata)
         except _ERRORS as exc:
-            raise map_error(exc, self._backend) from exc
+            raise map_driver_error(exc, self._backend) from exc
 
     def perform(self, operation: Callable[[], T], *, schema: bool = True) -> T:
         """Run an operation of the plan: its statements and transactions through this runner.
@@ -439,7 +439,7 @@ class Runner:
             except _ERRORS as exc:
                 maybe_applied = maybe_applied or sent
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+                    raise map_driver_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _driver_sql(self, statement: Executable, *, write: bool) -> DriverSql | None:
         """The SQL for the driver of a step in autocommit; ``None``: not run directly."""
@@ -490,7 +490,7 @@ class Runner:
             except _ERRORS as exc:
                 maybe_applied = maybe_applied or sent
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+                    raise map_driver_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _run_direct(self, connection: PoolProxiedConnection, text: str, bound: Any) -> Any:
         """Execute on the driver connection in autocommit, under the engine's deadline."""
@@ -583,7 +583,7 @@ class Runner:
             except _ERRORS as exc:
                 maybe_applied = maybe_applied or committing
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+                    raise map_driver_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _in_transaction_sql(self, statement: Executable, params: Any) -> DriverSql | None:
         """The statement's SQL for the driver, if a transaction runs it there (see __init__)."""
@@ -679,7 +679,7 @@ class Runner:
             except _ERRORS as exc:
                 maybe_applied = maybe_applied or committing
                 if not _should_retry(exc, attempt):
-                    raise map_error(exc, self._backend, unknown=maybe_applied) from exc
+                    raise map_driver_error(exc, self._backend, unknown=maybe_applied) from exc
 
     def _script(self, statements: tuple[Executable, ...]) -> DriverList:
         """The statements' SQL as one list ending in COMMIT, compiled on first use."""

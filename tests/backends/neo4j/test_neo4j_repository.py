@@ -22,7 +22,7 @@ from chatmem_repositories.neo4j import (
 )
 from chatmem_repositories.neo4j._codec import NO_POSITION
 from chatmem_repositories.neo4j._cypher import Statements
-from chatmem_repositories.neo4j._options import driver_settings
+from chatmem_repositories.neo4j._options import parse_url
 from tests.support.servers import server_url
 
 pytestmark = pytest.mark.backend("neo4j")
@@ -197,7 +197,7 @@ def test_unknown_option_names_it_with_a_suggestion() -> None:
 
 
 def test_url_parts_become_driver_settings() -> None:
-    settings = driver_settings(
+    settings = parse_url(
         "neo4j+s://alice:s%40cret@db.example:7688/chat?ttl=60&label_prefix=App&connect_timeout=2.5",
         {"max_transaction_retry_time": 3},
     )
@@ -229,13 +229,13 @@ def test_initialize_schema_never_creates_nothing_and_create_schema_is_no_keyword
 
 
 def test_driver_options_reach_the_driver_and_unknown_url_parameters_are_refused() -> None:
-    settings = driver_settings(
+    settings = parse_url(
         "bolt://h:7687", {"driver_options": {"keep_alive": False, "user_agent": "app"}}
     )
     assert settings.config["keep_alive"] is False
     assert settings.config["user_agent"] == "app"  # driver_options win over chatmem's
     with pytest.raises(ConfigurationError, match=r"'keep_alive'.*driver_options"):
-        driver_settings("bolt://h:7687?keep_alive=false", {})
+        parse_url("bolt://h:7687?keep_alive=false", {})
 
 
 def test_server_version_and_db_system(repository: Neo4jChatMemoryRepository) -> None:
@@ -246,11 +246,11 @@ def test_server_version_and_db_system(repository: Neo4jChatMemoryRepository) -> 
 def test_bad_urls_are_configuration_errors() -> None:
     for url in ("http://127.0.0.1:7687", "bolt://", "bolt://h:99999999"):
         with pytest.raises(ConfigurationError):
-            driver_settings(url, {})
+            parse_url(url, {})
     with pytest.raises(ConfigurationError, match="database"):
-        driver_settings("bolt://h:7687/one", {"database": "two"})
+        parse_url("bolt://h:7687/one", {"database": "two"})
     with pytest.raises(ConfigurationError, match="ttl"):
-        driver_settings("bolt://h:7687?ttl=-1", {})
+        parse_url("bolt://h:7687?ttl=-1", {})
 
 
 def test_password_never_shows_in_repr() -> None:
