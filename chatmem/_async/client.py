@@ -25,12 +25,10 @@ from chatmem._client_request import (
     coroutine_tool_error,
     entity_format,
 )
-from chatmem._concurrency import async_api
-from chatmem._flavor import check_flavor
 from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._telemetry import active as tracing_active
 from chatmem._telemetry import genai
-from chatmem._twins import async_closing
+from chatmem._twins import AsyncTwin, async_closing, check_flavor
 from chatmem.advisor import ChatClientRequest, ChatClientResponse, PureAdvisor, order_advisors
 from chatmem.exceptions import ChatModelResponseError, ConfigurationError
 from chatmem.memory import CONVERSATION_ID
@@ -167,7 +165,7 @@ def _split_advisors(
         # hasattr, not isinstance on the runtime-checkable protocols: this runs per request
         # and protocol isinstance checks cost more than the rest of the chain.
         if hasattr(advisor, "advise_call"):
-            check_flavor(advisor, "advise_call", is_async=async_api, role="call advisor")
+            check_flavor(advisor, "advise_call", is_async=AsyncTwin.IS_ASYNC, role="call advisor")
             calls.append(cast(AsyncCallAdvisor, advisor))
         if hasattr(advisor, "advise_stream"):
             streams.append(cast(AsyncStreamAdvisor, advisor))
@@ -305,7 +303,7 @@ class AsyncChatClient:
         max_tool_iterations: int = DEFAULT_MAX_TOOL_ITERATIONS,
         tool_error_handler: ToolErrorHandler = default_tool_error_handler,
     ) -> None:
-        check_flavor(chat_model, "call", is_async=async_api, role="chat model")
+        check_flavor(chat_model, "call", is_async=AsyncTwin.IS_ASYNC, role="chat model")
         if not isinstance(max_tool_iterations, int) or max_tool_iterations < 0:
             raise ConfigurationError(
                 f"max_tool_iterations must be at least 0, got {max_tool_iterations!r}"
@@ -351,7 +349,7 @@ class AsyncChatClient:
 
     def _prepare(self, state: RequestState) -> tuple[ChatClientRequest, AsyncAdvisorChain]:
         request, advisors = build_request(self._defaults, state)
-        if not async_api:
+        if not AsyncTwin.IS_ASYNC:
             for t in request.tools.values():
                 if t.is_async:
                     raise coroutine_tool_error(t.name)

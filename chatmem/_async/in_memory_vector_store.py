@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem._async.embedding import AsyncEmbeddingModel
 from chatmem._async.vector_store import AsyncBaseVectorStore, async_embed_documents
-from chatmem._concurrency import AsyncLock
+from chatmem._twins import AsyncLock
 from chatmem._vector_types import VectorDocument, VectorFilter
 from chatmem.exceptions import ConfigurationError
 

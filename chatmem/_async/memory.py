@@ -16,11 +16,10 @@ from chatmem._async.repository import (
     AsyncWindowReader,
 )
 from chatmem._async.tracing import AsyncTracedRepository
-from chatmem._concurrency import async_api
-from chatmem._flavor import check_flavor
 from chatmem._records import StoredMessage
 from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._telemetry import active as tracing_active
+from chatmem._twins import AsyncTwin, check_flavor
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -106,7 +105,9 @@ class _AsyncWindowMemory:
     ) -> None:
         if repository is None:
             repository = AsyncInMemoryChatMemoryRepository()
-        check_flavor(repository, "save_all", is_async=async_api, role="chat memory repository")
+        check_flavor(
+            repository, "save_all", is_async=AsyncTwin.IS_ASYNC, role="chat memory repository"
+        )
         self.repository = repository
         """The repository holding the history."""
         self.evict = evict

@@ -15,8 +15,6 @@ from chatmem._async.memory import (
 from chatmem._async.model import AsyncChatModel
 from chatmem._async.repository import AsyncChatMemoryLog, AsyncSummaryStore
 from chatmem._background import AsyncBackground
-from chatmem._concurrency import AsyncLock, async_api
-from chatmem._flavor import check_flavor
 from chatmem._records import Position, StoredMessage
 from chatmem._summaries import (
     DEFAULT_SUMMARY_PROMPT,
@@ -25,6 +23,7 @@ from chatmem._summaries import (
     render_evicted,
     summary_message,
 )
+from chatmem._twins import AsyncLock, AsyncTwin, check_flavor
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -137,8 +136,8 @@ class AsyncSummarizingChatMemory:
         max_turns_per_call: int = 20,
         token_estimator: TokenEstimator | None = None,
     ) -> None:
-        check_flavor(memory, "get", is_async=async_api, role="window memory")
-        check_flavor(model, "call", is_async=async_api, role="chat model")
+        check_flavor(memory, "get", is_async=AsyncTwin.IS_ASYNC, role="window memory")
+        check_flavor(model, "call", is_async=AsyncTwin.IS_ASYNC, role="chat model")
         if not isinstance(memory, AsyncMessageWindowChatMemory | AsyncTokenWindowChatMemory):
             raise ConfigurationError(
                 f"a summarizing memory wraps a message or token window memory, "

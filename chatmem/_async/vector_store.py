@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from chatmem._async.embedding import AsyncEmbeddingModel
-from chatmem._concurrency import async_api
-from chatmem._flavor import check_flavor
+from chatmem._twins import AsyncTwin, check_flavor
 from chatmem._vector_types import (
     VectorDocument,
     VectorFilter,
@@ -184,7 +183,7 @@ class AsyncBaseVectorStore(ABC):
     """
 
     def __init__(self, embedding_model: AsyncEmbeddingModel, *, dimensions: int | None = None):
-        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        check_flavor(embedding_model, "embed", is_async=AsyncTwin.IS_ASYNC, role="embedding model")
         self.embedding_model = embedding_model
         """The model that embeds documents and queries."""
         self._dimensions = dimensions

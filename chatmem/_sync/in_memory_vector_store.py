@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from chatmem._concurrency import Lock
 from chatmem._sync.embedding import EmbeddingModel
 from chatmem._sync.vector_store import BaseVectorStore, embed_documents
+from chatmem._twins import Lock
 from chatmem._vector_types import VectorDocument, VectorFilter
 from chatmem.exceptions import ConfigurationError
 

@@ -11,8 +11,6 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from pydantic import BaseModel
 
 from chatmem import _telemetry as telemetry
-from chatmem._concurrency import api
-from chatmem._flavor import check_flavor
 from chatmem._records import StoredMessage
 from chatmem._sync.in_memory import InMemoryChatMemoryRepository
 from chatmem._sync.repository import (
@@ -23,6 +21,7 @@ from chatmem._sync.repository import (
 from chatmem._sync.tracing import TracedRepository
 from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._telemetry import active as tracing_active
+from chatmem._twins import Twin, check_flavor
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -108,7 +107,7 @@ class _AsyncWindowMemory:
     ) -> None:
         if repository is None:
             repository = InMemoryChatMemoryRepository()
-        check_flavor(repository, "save_all", is_async=api, role="chat memory repository")
+        check_flavor(repository, "save_all", is_async=Twin.IS_ASYNC, role="chat memory repository")
         self.repository = repository
         """The repository holding the history."""
         self.evict = evict

@@ -10,8 +10,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from chatmem._background import Background
-from chatmem._concurrency import Lock, api
-from chatmem._flavor import check_flavor
 from chatmem._records import Position, StoredMessage
 from chatmem._summaries import (
     DEFAULT_SUMMARY_PROMPT,
@@ -27,6 +25,7 @@ from chatmem._sync.memory import (
 )
 from chatmem._sync.model import ChatModel
 from chatmem._sync.repository import ChatMemoryLog, SummaryStore
+from chatmem._twins import Lock, Twin, check_flavor
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
@@ -139,8 +138,8 @@ class SummarizingChatMemory:
         max_turns_per_call: int = 20,
         token_estimator: TokenEstimator | None = None,
     ) -> None:
-        check_flavor(memory, "get", is_async=api, role="window memory")
-        check_flavor(model, "call", is_async=api, role="chat model")
+        check_flavor(memory, "get", is_async=Twin.IS_ASYNC, role="window memory")
+        check_flavor(model, "call", is_async=Twin.IS_ASYNC, role="chat model")
         if not isinstance(memory, MessageWindowChatMemory | TokenWindowChatMemory):
             raise ConfigurationError(
                 f"a summarizing memory wraps a message or token window memory, "

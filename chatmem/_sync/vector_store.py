@@ -11,9 +11,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from chatmem._concurrency import api
-from chatmem._flavor import check_flavor
 from chatmem._sync.embedding import EmbeddingModel
+from chatmem._twins import Twin, check_flavor
 from chatmem._vector_types import (
     VectorDocument,
     VectorFilter,
@@ -184,7 +183,7 @@ class BaseVectorStore(ABC):
     """
 
     def __init__(self, embedding_model: EmbeddingModel, *, dimensions: int | None = None):
-        check_flavor(embedding_model, "embed", is_async=api, role="embedding model")
+        check_flavor(embedding_model, "embed", is_async=Twin.IS_ASYNC, role="embedding model")
         self.embedding_model = embedding_model
         """The model that embeds documents and queries."""
         self._dimensions = dimensions

@@ -19,12 +19,13 @@ What is here, by concern:
   :func:`escape_like` (literal ``LIKE`` patterns).
 - **Time**: :data:`Clock`, :func:`utc_now`, :func:`epoch_micros` (a datetime as integer
   microseconds since the epoch).
-- **Concurrency twins**: :class:`AsyncLock`/:class:`Lock`,
+- **Twins**: :class:`AsyncLock`/:class:`Lock`,
   :class:`AsyncSemaphore`/:class:`Semaphore`, :func:`async_sleep`/:func:`sleep`,
-  :func:`async_run_all`/:func:`run_all`, :func:`run_in_order` (a bounded, ordered thread
-  pool), and :data:`async_api`/:data:`api`, which tell
-  code shared by both twins which one it runs in. Write the async source with the
-  ``async_``/``Async`` names; ``scripts/unasync.py`` turns them into their sync twins.
+  :func:`async_run_all`/:func:`run_all`, and :class:`AsyncTwin`/:class:`Twin`, whose
+  ``IS_ASYNC`` tells code shared by both twins which one it runs in (``True`` in the async
+  twin). Write the async source with the ``async_``/``Async`` names;
+  ``scripts/unasync.py`` turns them into their sync twins. :func:`run_in_order` is a
+  bounded, ordered thread pool for sync work.
 - **URLs and secrets**: :func:`redact_url`, :func:`scrub`, :func:`url_secrets`,
   :func:`is_secret_option` and :data:`MASK`, so no credential reaches a repr, an error
   or a log line.
@@ -111,22 +112,22 @@ from chatmem._async.vector_store import (
     async_embed_documents,
     async_embed_query,
 )
-from chatmem._concurrency import (
-    AsyncLock,
-    AsyncSemaphore,
-    Lock,
-    Semaphore,
-    api,
-    async_api,
-    async_run_all,
-    async_sleep,
-    run_all,
-    run_in_order,
-    sleep,
-)
-from chatmem._flavor import check_flavor
+from chatmem._concurrency import run_in_order
 from chatmem._records import ConversationPage, Position, StoredMessage
 from chatmem._sync.vector_store import BaseVectorStore, embed_documents, embed_query
+from chatmem._twins import (
+    AsyncLock,
+    AsyncSemaphore,
+    AsyncTwin,
+    Lock,
+    Semaphore,
+    Twin,
+    async_run_all,
+    async_sleep,
+    check_flavor,
+    run_all,
+    sleep,
+)
 from chatmem._urls import MASK, is_secret_option, redact_url, scrub, url_secrets
 from chatmem._vector_types import (
     MetadataValue,
@@ -172,6 +173,7 @@ __all__ = [
     "AsyncBaseVectorStore",
     "AsyncLock",
     "AsyncSemaphore",
+    "AsyncTwin",
     "BaseVectorStore",
     "Clock",
     "ConversationPage",
@@ -183,11 +185,10 @@ __all__ = [
     "Position",
     "Semaphore",
     "StoredMessage",
+    "Twin",
     "VectorDocument",
     "VectorFilter",
-    "api",
     "as_filter",
-    "async_api",
     "async_embed_documents",
     "async_embed_query",
     "async_run_all",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
-from chatmem.backend import async_api, async_sleep, check_flavor
+from chatmem.backend import AsyncTwin, async_sleep, check_flavor
 from chatmem.client import AsyncAdvisorChain, AsyncBaseAdvisor
 from chatmem.exceptions import ConfigurationError, RepositoryOutcomeUnknownError
 from chatmem.memory import CONVERSATION_ID, AsyncChatMemory
@@ -57,7 +57,7 @@ class AsyncMessageChatMemoryAdvisor(AsyncBaseAdvisor):
         conversation_id_key: str = CONVERSATION_ID,
         save_attempts: int = 3,
     ) -> None:
-        check_flavor(chat_memory, "get", is_async=async_api, role="chat memory")
+        check_flavor(chat_memory, "get", is_async=AsyncTwin.IS_ASYNC, role="chat memory")
         super().__init__(order=order)
         self.chat_memory = chat_memory
         """The memory read and written."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
-from chatmem.backend import async_api, check_flavor
+from chatmem.backend import AsyncTwin, check_flavor
 from chatmem.client import AsyncAdvisorChain, AsyncBaseAdvisor
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
@@ -70,9 +70,9 @@ class AsyncVectorStoreChatMemoryAdvisor(AsyncBaseAdvisor):
         order: int = DEFAULT_CHAT_MEMORY_ORDER + 1,
         conversation_id_key: str = CONVERSATION_ID,
     ) -> None:
-        check_flavor(vector_store, "add", is_async=async_api, role="vector store")
+        check_flavor(vector_store, "add", is_async=AsyncTwin.IS_ASYNC, role="vector store")
         if chat_memory is not None:
-            check_flavor(chat_memory, "get", is_async=async_api, role="chat memory")
+            check_flavor(chat_memory, "get", is_async=AsyncTwin.IS_ASYNC, role="chat memory")
         if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 10_000:
             raise ConfigurationError(f"top_k must be an int from 1 to 10000, got {top_k!r}")
         if not isinstance(score_threshold, int | float) or not 0 <= score_threshold <= 1:

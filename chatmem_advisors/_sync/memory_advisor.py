@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from chatmem.advisor import DEFAULT_CHAT_MEMORY_ORDER, ChatClientRequest, ChatClientResponse
-from chatmem.backend import api, check_flavor, sleep
+from chatmem.backend import Twin, check_flavor, sleep
 from chatmem.client import AdvisorChain, BaseAdvisor
 from chatmem.exceptions import ConfigurationError, RepositoryOutcomeUnknownError
 from chatmem.memory import CONVERSATION_ID, ChatMemory
@@ -59,7 +59,7 @@ class MessageChatMemoryAdvisor(BaseAdvisor):
         conversation_id_key: str = CONVERSATION_ID,
         save_attempts: int = 3,
     ) -> None:
-        check_flavor(chat_memory, "get", is_async=api, role="chat memory")
+        check_flavor(chat_memory, "get", is_async=Twin.IS_ASYNC, role="chat memory")
         super().__init__(order=order)
         self.chat_memory = chat_memory
         """The memory read and written."""

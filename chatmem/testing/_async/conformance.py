@@ -31,8 +31,8 @@ from chatmem._async.repository import (
     AsyncMessageCounter,
     AsyncWindowReader,
 )
-from chatmem._concurrency import async_run_all, async_sleep
 from chatmem._records import Position, StoredMessage
+from chatmem._twins import async_run_all, async_sleep
 from chatmem.conversation_ids import scoped_conversation_id
 from chatmem.exceptions import InvalidConversationIdError, MessageDecodeError
 from chatmem.messages import (

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from chatmem._async.memory import AsyncMessageWindowChatMemory
 from chatmem._async.repository import AsyncChatMemoryLog, AsyncWindowReader
-from chatmem._concurrency import async_run_all, async_sleep
+from chatmem._twins import async_run_all, async_sleep
 from chatmem.exceptions import (
     ChatMemError,
     ConfigurationError,

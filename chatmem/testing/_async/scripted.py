@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TypeAlias
 
-from chatmem._concurrency import async_sleep
+from chatmem._twins import async_sleep
 from chatmem.messages import AssistantMessage, TokenUsage, ToolCall
 from chatmem.model import ChatResponse, Generation, Prompt
 

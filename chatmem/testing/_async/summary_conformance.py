@@ -29,8 +29,8 @@ import pytest
 from chatmem._async.memory import AsyncMessageWindowChatMemory
 from chatmem._async.repository import AsyncChatMemoryLog, AsyncSummaryStore
 from chatmem._async.summarizing import AsyncSummarizingChatMemory
-from chatmem._concurrency import async_run_all
 from chatmem._summaries import SUMMARY_END, SUMMARY_START
+from chatmem._twins import async_run_all
 from chatmem.messages import AssistantMessage, MessageType, UserMessage
 from chatmem.testing._async.scripted import AsyncScriptedChatModel
 from chatmem.testing._clock import ManualClock

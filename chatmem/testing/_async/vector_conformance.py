@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import pytest
 
 from chatmem._async.vector_store import AsyncVectorStore
-from chatmem._concurrency import async_run_all
+from chatmem._twins import async_run_all
 from chatmem._vector_types import VectorDocument, VectorFilter
 from chatmem.conversation_ids import MAX_CONVERSATION_ID_LENGTH
 from chatmem.exceptions import ConfigurationError

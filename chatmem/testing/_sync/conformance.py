@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 import pytest
 
-from chatmem._concurrency import run_all, sleep
 from chatmem._records import Position, StoredMessage
 from chatmem._sync.memory import MessageWindowChatMemory
 from chatmem._sync.repository import (
@@ -35,6 +34,7 @@ from chatmem._sync.repository import (
     MessageCounter,
     WindowReader,
 )
+from chatmem._twins import run_all, sleep
 from chatmem.conversation_ids import scoped_conversation_id
 from chatmem.exceptions import InvalidConversationIdError, MessageDecodeError
 from chatmem.messages import (

@@ -22,9 +22,9 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
 
-from chatmem._concurrency import run_all, sleep
 from chatmem._sync.memory import MessageWindowChatMemory
 from chatmem._sync.repository import ChatMemoryLog, WindowReader
+from chatmem._twins import run_all, sleep
 from chatmem.exceptions import (
     ChatMemError,
     ConfigurationError,

@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeAlias
 
-from chatmem._concurrency import sleep
+from chatmem._twins import sleep
 from chatmem.messages import AssistantMessage, TokenUsage, ToolCall
 from chatmem.model import ChatResponse, Generation, Prompt
 

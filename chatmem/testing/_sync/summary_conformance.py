@@ -28,11 +28,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from chatmem._concurrency import run_all
 from chatmem._summaries import SUMMARY_END, SUMMARY_START
 from chatmem._sync.memory import MessageWindowChatMemory
 from chatmem._sync.repository import ChatMemoryLog, SummaryStore
 from chatmem._sync.summarizing import SummarizingChatMemory
+from chatmem._twins import run_all
 from chatmem.messages import AssistantMessage, MessageType, UserMessage
 from chatmem.testing._clock import ManualClock
 from chatmem.testing._summarizer import folding_summarizer

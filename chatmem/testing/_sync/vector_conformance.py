@@ -26,8 +26,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from chatmem._concurrency import run_all
 from chatmem._sync.vector_store import VectorStore
+from chatmem._twins import run_all
 from chatmem._vector_types import VectorDocument, VectorFilter
 from chatmem.conversation_ids import MAX_CONVERSATION_ID_LENGTH
 from chatmem.exceptions import ConfigurationError

@@ -12,10 +12,10 @@ from cassandra.query import PreparedStatement
 from chatmem.backend import (
     AsyncBaseVectorStore,
     AsyncLock,
+    AsyncTwin,
     InitializeSchema,
     VectorDocument,
     VectorFilter,
-    async_api,
     async_embed_documents,
     check_flavor,
     check_initialize_schema,
@@ -122,7 +122,7 @@ class AsyncCassandraVectorStore(AsyncBaseVectorStore):
         """
         settings, parsed, driver_options = parse_url(url, options)
         VectorCql.create(settings.keyspace, table)  # a bad name leaks no cluster
-        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        check_flavor(embedding_model, "embed", is_async=AsyncTwin.IS_ASYNC, role="embedding model")
         store = cls(
             LazyCluster(settings, parsed, driver_options),
             embedding_model,

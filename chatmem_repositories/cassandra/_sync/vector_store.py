@@ -15,9 +15,9 @@ from chatmem.backend import (
     BaseVectorStore,
     InitializeSchema,
     Lock,
+    Twin,
     VectorDocument,
     VectorFilter,
-    api,
     check_flavor,
     check_initialize_schema,
     documents_from_rows,
@@ -124,7 +124,7 @@ class CassandraVectorStore(BaseVectorStore):
         """
         settings, parsed, driver_options = parse_url(url, options)
         VectorCql.create(settings.keyspace, table)  # a bad name leaks no cluster
-        check_flavor(embedding_model, "embed", is_async=api, role="embedding model")
+        check_flavor(embedding_model, "embed", is_async=Twin.IS_ASYNC, role="embedding model")
         store = cls(
             LazyCluster(settings, parsed, driver_options),
             embedding_model,

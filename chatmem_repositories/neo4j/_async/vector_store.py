@@ -11,10 +11,10 @@ from neo4j import AsyncDriver, AsyncGraphDatabase
 from chatmem.backend import (
     AsyncBaseVectorStore,
     AsyncLock,
+    AsyncTwin,
     InitializeSchema,
     VectorDocument,
     VectorFilter,
-    async_api,
     async_embed_documents,
     check_flavor,
     check_identifier,
@@ -142,7 +142,7 @@ class AsyncNeo4jVectorStore(AsyncBaseVectorStore):
         VectorStatements.create(label, index_name)
         for key in indexed_keys:
             check_identifier(key, "an indexed key")
-        check_flavor(embedding_model, "embed", is_async=async_api, role="embedding model")
+        check_flavor(embedding_model, "embed", is_async=AsyncTwin.IS_ASYNC, role="embedding model")
         driver = AsyncGraphDatabase.driver(settings.uri, auth=settings.auth, **settings.config)
         store = cls(
             driver,

@@ -14,9 +14,9 @@ from chatmem.backend import (
     BaseVectorStore,
     InitializeSchema,
     Lock,
+    Twin,
     VectorDocument,
     VectorFilter,
-    api,
     check_flavor,
     check_identifier,
     check_initialize_schema,
@@ -144,7 +144,7 @@ class Neo4jVectorStore(BaseVectorStore):
         VectorStatements.create(label, index_name)
         for key in indexed_keys:
             check_identifier(key, "an indexed key")
-        check_flavor(embedding_model, "embed", is_async=api, role="embedding model")
+        check_flavor(embedding_model, "embed", is_async=Twin.IS_ASYNC, role="embedding model")
         driver = GraphDatabase.driver(settings.uri, auth=settings.auth, **settings.config)
         store = cls(
             driver,

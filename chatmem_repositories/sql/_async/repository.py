@@ -14,11 +14,11 @@ from functools import partial
 from typing import Any, Literal
 
 from chatmem.backend import (
+    AsyncTwin,
     Clock,
     ConversationPage,
     Position,
     StoredMessage,
-    async_api,
     check_clock,
     check_limit,
     conversation_page,
@@ -139,7 +139,7 @@ class AsyncSqlChatMemoryRepository:
             # urllib loses the empty authority of sqlite:///path.
             url,
             drop=list(SqlOptions.model_fields),
-            is_async=async_api,
+            is_async=AsyncTwin.IS_ASYNC,
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.read_timeout,
             pool_size=settings.pool_size,

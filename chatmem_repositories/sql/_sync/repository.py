@@ -20,7 +20,7 @@ from chatmem.backend import (
     ConversationPage,
     Position,
     StoredMessage,
-    api,
+    Twin,
     check_clock,
     check_limit,
     conversation_page,
@@ -141,7 +141,7 @@ class SqlChatMemoryRepository:
             # urllib loses the empty authority of sqlite:///path.
             url,
             drop=list(SqlOptions.model_fields),
-            is_async=api,
+            is_async=Twin.IS_ASYNC,
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.read_timeout,
             pool_size=settings.pool_size,
