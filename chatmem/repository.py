@@ -2,7 +2,11 @@
 
 See :class:`ChatMemoryRepository` for the four methods every backend implements and
 :class:`ChatMemoryLog` for the log capabilities that make memory O(window);
-:class:`SummaryStore` is the optional capability that keeps summaries.
+:class:`OwnedChatMemoryLog` is a log that closes what it owns (what ``create_repository``
+returns). :class:`WindowReader`, :class:`MessageCounter`, :class:`ServerInfo` and
+:class:`SummaryStore` are optional capabilities, each its own protocol: chatmem checks for
+one with ``isinstance`` and falls back when a repository lacks it, so a backend implements
+only what its store does well.
 """
 
 from __future__ import annotations
