@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from redis import exceptions as redis_errors
 
@@ -20,6 +22,7 @@ __all__ = [
     "CLUSTER_UNAVAILABLE",
     "DRIVER_ERRORS",
     "RETRYABLE",
+    "closed_while_in_use",
     "map_driver_error",
     "mapped_driver_errors",
     "never_sent",
@@ -45,6 +48,30 @@ again."""
 
 DRIVER_ERRORS = (redis_errors.RedisError, redis_errors.RedisClusterException, OSError)
 """Everything redis-py raises for a failed call (its cluster errors have a base of their own)."""
+
+
+_CONNECTION_MODULES = (
+    str(Path(redis_errors.__file__).with_name("connection.py")),
+    str(Path(redis_errors.__file__).parent / "asyncio" / "connection.py"),
+)
+
+
+def closed_while_in_use(exc: BaseException) -> redis_errors.ConnectionError | None:
+    """The connection failure that an AttributeError or TypeError inside redis-py stands for.
+
+    When a cluster reshards or fails over, redis-py can close a connection (its reader and
+    writer become None) while another call is still using it; that call then fails inside
+    redis-py's connection module with ``'NoneType' object has no attribute ...`` or
+    ``'NoneType' object is not callable`` instead of a ConnectionError. It is a lost
+    connection like any other: the command may have been sent. Any other AttributeError or
+    TypeError (one raised outside redis-py's connection code) is a bug and returns None.
+    """
+    if not isinstance(exc, AttributeError | TypeError) or "'NoneType' object" not in str(exc):
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not any(frame.filename in _CONNECTION_MODULES for frame in frames):
+        return None
+    return redis_errors.ConnectionError(f"connection closed while in use: {exc}")
 
 
 def never_sent(exc: BaseException) -> bool:

@@ -51,6 +51,7 @@ from chatmem_repositories.redis._drivers import (
 from chatmem_repositories.redis._errors import (
     DRIVER_ERRORS,
     RETRYABLE,
+    closed_while_in_use,
     map_driver_error,
     mapped_driver_errors,
     never_sent,
@@ -252,13 +253,16 @@ class RedisChatMemoryRepository:
                     discover(self._client)
                     self._discovered = True
                 return call()
-            except RETRYABLE as exc:
-                sent = self._client_retries or not never_sent(exc)
+            except (*RETRYABLE, AttributeError, TypeError) as exc:
+                failure = exc if isinstance(exc, RETRYABLE) else closed_while_in_use(exc)
+                if failure is None:
+                    raise  # not a lost connection: a bug, not the server's doing
+                sent = self._client_retries or not never_sent(failure)
                 maybe_applied = maybe_applied or (write and sent)
                 failures += 1
                 if failures > self._retries:
                     raise map_driver_error(
-                        exc, self._server, action, unknown=maybe_applied
+                        failure, self._server, action, unknown=maybe_applied
                     ) from exc
             except DRIVER_ERRORS as exc:
                 raise map_driver_error(exc, self._server, action) from exc

@@ -31,6 +31,7 @@ from chatmem.exceptions import (
     ConfigurationError,
     RepositoryConnectionError,
     RepositoryError,
+    RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
 )
 from chatmem_repositories import create_async_repository, create_repository
@@ -353,6 +354,58 @@ async def test_async_append_many(redis_url: str) -> None:
 
 
 # -- faults ---------------------------------------------------------------------------------------
+
+
+class _ClosedUnderneath(redis.asyncio.Connection):
+    """A connection that another task closes while this one uses it, once when armed.
+
+    redis-py can close a cluster connection during a failover or a resharding while a call
+    is using it; the call then fails inside redis-py with an AttributeError on ``None``.
+    """
+
+    armed = 0
+
+    async def _send_packed_command(self, command: Any) -> None:
+        if _ClosedUnderneath.armed:
+            _ClosedUnderneath.armed -= 1
+            writer, self._writer = self._writer, None  # what a concurrent disconnect() leaves
+            if writer is not None:
+                writer.close()
+        await super()._send_packed_command(command)
+
+
+async def test_a_connection_closed_while_in_use_is_a_lost_connection(redis_url: str) -> None:
+    pool = redis.asyncio.ConnectionPool.from_url(redis_url, connection_class=_ClosedUnderneath)
+    async with AsyncRedisChatMemoryRepository(
+        redis.asyncio.Redis(connection_pool=pool), key_prefix=PREFIX, retries=2
+    ) as repo:
+        cid = uuid.uuid4().hex
+        message = UserMessage("kept")
+        await repo.save_all(cid, [message])
+        # Read and written again once the call has failed: retried like any lost connection.
+        _ClosedUnderneath.armed = 1
+        assert await repo.find_by_conversation_id(cid) == [message]
+        _ClosedUnderneath.armed = 1
+        await repo.save_all(cid, [message, UserMessage("also kept")])
+        assert len(await repo.find_by_conversation_id(cid)) == 2
+        # Lost on every attempt: the caller gets chatmem's error, naming what may have happened.
+        _ClosedUnderneath.armed = 1_000
+        with pytest.raises(RepositoryOutcomeUnknownError, match="closed while in use"):
+            await repo.save_all(cid, [message])
+        _ClosedUnderneath.armed = 0
+        await pool.disconnect()
+
+
+async def test_an_attribute_error_outside_redis_py_is_not_taken_for_a_lost_connection(
+    redis_url: str,
+) -> None:
+    async with AsyncRedisChatMemoryRepository.from_url(redis_url, key_prefix=PREFIX) as repo:
+
+        async def broken() -> None:
+            raise AttributeError("'NoneType' object has no attribute 'oops'")
+
+        with pytest.raises(AttributeError, match="oops"):
+            await repo._call("testing", broken)
 
 
 def _server(action: str) -> None:
