@@ -5,6 +5,8 @@ One submodule per format; each converts losslessly what the other side can hold 
 submodule's docstring lists what its format cannot hold.
 
 - :mod:`chatmem.interop.openai`: Chat Completions message dicts (needs nothing);
+- :mod:`chatmem.interop.openai_responses`: Responses API items, with reasoning items and
+  provider items (needs nothing);
 - :mod:`chatmem.interop.anthropic`: Messages API content blocks (needs nothing);
 - :mod:`chatmem.interop.langchain`: ``BaseMessage`` and a chat message history
   (``chatmem[langchain]``);

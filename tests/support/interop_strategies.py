@@ -195,6 +195,114 @@ def conversations(
     return out
 
 
+# -- reasoning models: parts in the provider's order ------------------------------------------
+
+encrypted = st.text(st.sampled_from("ABCDEFGHgAz09+/=_-"), min_size=1, max_size=24)
+
+
+@st.composite
+def openai_reasoning(draw: st.DrawFn, *, number: int, model: str | None) -> ReasoningPart:
+    """An OpenAI Responses reasoning item as a reasoning part (one summary, or several)."""
+    details: dict[str, Any] = draw(st.sampled_from([{}, {"status": "completed"}]))
+    if draw(st.booleans()):
+        summary = draw(st.lists(text, min_size=2, max_size=3))
+        details = {**details, "summary": [{"type": "summary_text", "text": t} for t in summary]}
+        thought = "\n\n".join(summary)
+    else:
+        thought = draw(text)
+    return ReasoningPart(
+        text=thought,
+        signature=draw(st.none() | encrypted),
+        id=draw(st.sampled_from([None, f"rs_{number}"])),
+        provider="openai",
+        model=model,
+        details=details,
+    )
+
+
+def compaction(number: int, payload: str, model: str | None) -> ProviderItem:
+    """An OpenAI compaction item."""
+    data = {"type": "compaction", "id": f"cmp_{number}", "encrypted_content": payload}
+    return ProviderItem(provider="openai", type="compaction", data=data, model=model)
+
+
+def assistant_in_order(
+    parts: list[ReasoningPart | ProviderItem | str | ToolCall], **fields: Any
+) -> AssistantMessage:
+    """The assistant message whose parts, in the provider's order, are ``parts``.
+
+    Reasoning parts and provider items get an index only where the natural order (they
+    first, reasoning before items, then text and calls) would not give ``parts`` back.
+    """
+    extras = [(i, p) for i, p in enumerate(parts) if isinstance(p, ReasoningPart | ProviderItem)]
+    natural = sorted(extras, key=lambda e: isinstance(e[1], ProviderItem))
+    indexed = [i for i, _ in extras] != list(range(len(extras))) or natural != extras
+    placed = [p.model_copy(update={"index": i}) if indexed else p for i, p in extras]
+    return AssistantMessage(
+        "".join(p for p in parts if isinstance(p, str)),
+        tool_calls=[p for p in parts if isinstance(p, ToolCall)],
+        reasoning=[p for p in placed if isinstance(p, ReasoningPart)],
+        provider_items=[p for p in placed if isinstance(p, ProviderItem)],
+        **fields,
+    )
+
+
+@st.composite
+def openai_turn_parts(
+    draw: st.DrawFn, *, first_call: int, model: str | None
+) -> list[ReasoningPart | ProviderItem | str | ToolCall]:
+    """The parts of one Responses turn in the provider's order: reasoning items and
+    compaction items anywhere, then the text before the calls (the index rule's order)."""
+    extras: list[ReasoningPart | ProviderItem] = []
+    for number in range(draw(st.integers(0, 3))):
+        if draw(st.integers(0, 3)):
+            extras.append(draw(openai_reasoning(number=first_call + number, model=model)))
+        else:
+            extras.append(compaction(first_call + number, draw(encrypted), model))
+    rest: list[str | ToolCall] = []
+    answer = draw(text)
+    if answer:
+        rest.append(answer)
+    for number in range(draw(st.integers(0, 2))):
+        call_id = f"call_{first_call + number}"
+        rest.append(ToolCall(id=call_id, name=draw(names), arguments=draw(arguments())))
+    slots = draw(st.permutations(["extra"] * len(extras) + ["rest"] * len(rest)))
+    extra_parts, rest_parts = iter(draw(st.permutations(extras))), iter(rest)
+    return [next(extra_parts) if s == "extra" else next(rest_parts) for s in slots]
+
+
+@st.composite
+def responses_conversations(draw: st.DrawFn) -> tuple[list[Message], str | None]:
+    """A conversation of an OpenAI Responses model, and the model (one per conversation)."""
+    model = draw(st.sampled_from([None, "gpt-5.1"]))
+    out: list[Message] = []
+    if draw(st.booleans()):
+        out.append(SystemMessage(draw(text)))
+    counter = 0
+    for step in draw(st.lists(st.sampled_from(["user", "turn"]), max_size=5)):
+        if step == "user" or isinstance(out[-1:] and out[-1], AssistantMessage):
+            attached = draw(st.lists(media, max_size=1)) if draw(st.integers(0, 4)) == 0 else []
+            out.append(UserMessage(draw(text), media=attached))
+            continue
+        parts = draw(openai_turn_parts(first_call=counter, model=model))
+        counter += 4
+        calls = [p for p in parts if isinstance(p, ToolCall)]
+        ids: dict[str, Any] = {}
+        if draw(st.booleans()):
+            if any(isinstance(p, str) for p in parts):
+                ids["message_id"] = f"msg_{counter}"
+            if calls:
+                ids["call_item_ids"] = {c.id: f"fc_{c.id}" for c in calls}
+        metadata = {"openai_responses": ids} if ids else {}
+        out.append(assistant_in_order(parts, metadata=metadata))
+        if calls:
+            responses = [
+                ToolResponse(id=c.id, name=c.name, response_data=draw(text)) for c in calls
+            ]
+            out.append(ToolResponseMessage(responses=responses))
+    return out, model
+
+
 def content(messages: list[Message]) -> list[dict[str, Any]]:
     """What a wire format carries: everything but the id and the creation time."""
     return [m.model_dump(exclude={"id", "created_at"}) for m in messages]
