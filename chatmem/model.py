@@ -232,7 +232,8 @@ def aggregate_chunks(chunks: Iterable[ChatResponse]) -> ChatResponse:
     """Fold streamed chunks into one response.
 
     Text is concatenated; tool calls, reasoning parts and provider items are collected in
-    order; the answer's own usage is the last one a chunk's message carried. The last finish
+    order; the answer's own usage is the last one a chunk's message carried, and its metadata
+    what the chunks' messages carried (a provider's item ids, for one). The last finish
     reason, model and metadata win, the chunks' usages are summed and the last non-empty
     ``exchange`` is kept.
 
@@ -244,6 +245,7 @@ def aggregate_chunks(chunks: Iterable[ChatResponse]) -> ChatResponse:
     reasoning: list[ReasoningPart] = []
     items: list[ProviderItem] = []
     message_usage: TokenUsage | None = None
+    message_metadata: dict[str, JsonValue] = {}
     finish: str | None = None
     usage: TokenUsage | None = None
     model: str | None = None
@@ -258,6 +260,8 @@ def aggregate_chunks(chunks: Iterable[ChatResponse]) -> ChatResponse:
             reasoning.extend(piece.reasoning)
             items.extend(piece.provider_items)
             message_usage = piece.usage or message_usage
+            if piece.metadata:
+                message_metadata.update(piece.metadata)
             finish = generation.finish_reason or finish
         usage = combine_usage(usage, chunk.usage)
         model = chunk.model or model
@@ -269,5 +273,6 @@ def aggregate_chunks(chunks: Iterable[ChatResponse]) -> ChatResponse:
         reasoning=reasoning,
         provider_items=items,
         usage=message_usage,
+        metadata=message_metadata,
     )
     return ChatResponse([Generation(message, finish)], usage, model, exchange, metadata)

@@ -1,4 +1,8 @@
-"""The OpenAI chat model (``pip install "chatmem[openai]"``), sync and async.
+"""The OpenAI chat models (``pip install "chatmem[openai]"``), sync and async.
+
+:class:`OpenAIChatModel` speaks the Chat Completions API (and any server that copies it);
+:class:`OpenAIResponsesChatModel` speaks the Responses API, for reasoning models whose
+reasoning items must go back with the conversation.
 
 Importing ``chatmem`` does not import this package or ``openai``.
 
@@ -23,12 +27,16 @@ except ModuleNotFoundError as exc:
 
 from chatmem.openai._async.embedding import AsyncOpenAIEmbeddingModel
 from chatmem.openai._async.model import AsyncOpenAIChatModel
+from chatmem.openai._async.responses_model import AsyncOpenAIResponsesChatModel
 from chatmem.openai._sync.embedding import OpenAIEmbeddingModel
 from chatmem.openai._sync.model import OpenAIChatModel
+from chatmem.openai._sync.responses_model import OpenAIResponsesChatModel
 
 __all__ = [
     "AsyncOpenAIChatModel",
     "AsyncOpenAIEmbeddingModel",
+    "AsyncOpenAIResponsesChatModel",
     "OpenAIChatModel",
     "OpenAIEmbeddingModel",
+    "OpenAIResponsesChatModel",
 ]
