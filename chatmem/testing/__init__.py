@@ -49,6 +49,7 @@ from chatmem.testing._sync.history_checker import HistoryChecker
 from chatmem.testing._sync.scripted import ScriptedChatModel
 from chatmem.testing.anthropic_server import AnthropicTestServer, ScriptedMessage
 from chatmem.testing.openai_server import OpenAITestServer, ScriptedCompletion
+from chatmem.testing.responses_protocol import ScriptedResponse
 
 if TYPE_CHECKING:
     from chatmem.testing._async.conformance import AsyncRepositoryConformance
@@ -103,6 +104,7 @@ __all__ = [
     "ScriptedCompletion",
     "ScriptedMessage",
     "ScriptedReply",
+    "ScriptedResponse",
     "SummaryConformance",
     "check_history",
     "every_kind_of_message",

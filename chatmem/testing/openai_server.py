@@ -1,4 +1,4 @@
-"""A local HTTP server that speaks OpenAI's Chat Completions protocol, for tests.
+"""A local HTTP server that speaks OpenAI's Chat Completions and Responses protocols, for tests.
 
 It answers from a per-test script (text, tool calls, HTTP errors, errors mid-stream, delays),
 serves both plain JSON and SSE streams, records every request, and rejects message sequences
@@ -12,6 +12,9 @@ Example:
         ...
         server.requests[0].body["messages"]
     ```
+
+The Responses API (``POST /v1/responses``) answers from its own script
+(:meth:`OpenAITestServer.reply_response`, see :mod:`chatmem.testing.responses_protocol`).
 
 Routes live in a table (``server.routes[("POST", "/v1/chat/completions")]``), so more
 endpoints can be added with :meth:`OpenAITestServer.add_route`.
@@ -27,6 +30,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from chatmem.testing.responses_protocol import (
+    ScriptedResponse,
+    response_body,
+    response_events,
+    validate_responses_input,
+)
 
 __all__ = [
     "OpenAITestServer",
@@ -274,6 +284,29 @@ def _chat_completions(server: OpenAITestServer, body: dict[str, Any]) -> ServerR
     return ServerReply(body=_completion_body(script, model), delay=script.delay)
 
 
+def _responses(server: OpenAITestServer, body: dict[str, Any]) -> ServerReply:
+    if not body.get("model"):
+        return _error(400, "you must provide a model parameter")
+    store = bool(body.get("store", True))
+    problem = validate_responses_input(body.get("input"), store=store, issued=server.issued)
+    if problem:
+        return _error(400, problem)
+    script = server.next_response()
+    if script is None:
+        return _error(500, "the test server has no scripted response left", "server_error")
+    if script.status != 200:
+        kind = "invalid_request_error" if script.status < 500 else "server_error"
+        reply = _error(script.status, script.error_message, kind)
+        reply.delay = script.delay
+        return reply
+    server.issue(script)
+    response_id = f"resp_{len(server.responses_requests):04d}"
+    if body.get("stream"):
+        events = response_events(script, body, response_id)
+        return ServerReply(events=events, delay=script.delay, chunk_delay=script.chunk_delay)
+    return ServerReply(body=response_body(script, body, response_id), delay=script.delay)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Small responses on a kept-alive connection otherwise wait out Nagle's delay (~40 ms).
@@ -332,7 +365,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         for event in reply.events:
             payload = event if isinstance(event, str) else json.dumps(event)
-            self.wfile.write(f"data: {payload}\n\n".encode())
+            # Responses API events are named (``event: response.completed``) as well as typed.
+            named = (
+                f"event: {event['type']}\n" if isinstance(event, dict) and "type" in event else ""
+            )
+            self.wfile.write(f"{named}data: {payload}\n\n".encode())
             self.wfile.flush()
             if reply.chunk_delay:
                 time.sleep(reply.chunk_delay)
@@ -344,7 +381,10 @@ class _Server(ThreadingHTTPServer):
 
 
 class OpenAITestServer:
-    """A Chat Completions server on 127.0.0.1 and a free port, answering from a script.
+    """An OpenAI server on 127.0.0.1 and a free port, answering from a script.
+
+    It serves Chat Completions (``/v1/chat/completions``) and the Responses API
+    (``/v1/responses``), each from its own script.
 
     Example:
         ```python
@@ -369,10 +409,15 @@ class OpenAITestServer:
         """Every request received, in order."""
         self.routes: dict[tuple[str, str], RouteHandler] = {
             ("POST", "/v1/chat/completions"): _chat_completions,
+            ("POST", "/v1/responses"): _responses,
         }
         """Route table: ``(method, path) -> handler``."""
         self.respond: Callable[[dict[str, Any]], ScriptedCompletion] | None = None
         """Answers chat requests once the script is used up."""
+        self._responses: deque[ScriptedResponse] = deque()
+        self.issued: dict[str, str] = {}
+        """Encrypted reasoning this server handed out -> its reasoning item's id: a request
+        may send back only these, byte for byte."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -473,6 +518,31 @@ class OpenAITestServer:
                 return self._script.popleft()
         return self.respond(body) if self.respond is not None else None
 
+    def reply_response(self, *responses: ScriptedResponse) -> None:
+        """Queue scripted answers of the Responses API route.
+
+        Args:
+            *responses: The answers, in order.
+        """
+        with self._lock:
+            self._responses.extend(responses)
+
+    def next_response(self) -> ScriptedResponse | None:
+        """Take the next scripted Responses API answer, if any."""
+        with self._lock:
+            return self._responses.popleft() if self._responses else None
+
+    def issue(self, script: ScriptedResponse) -> None:
+        """Remember the encrypted reasoning a scripted answer hands out.
+
+        Args:
+            script: The answer about to be sent.
+        """
+        with self._lock:
+            for item in script.output:
+                if item.get("type") == "reasoning" and item.get("encrypted_content"):
+                    self.issued[str(item["encrypted_content"])] = str(item.get("id"))
+
     # -- records -----------------------------------------------------------------------------
 
     def _record(self, request: RecordedRequest) -> None:
@@ -484,6 +554,12 @@ class OpenAITestServer:
         """Bodies of the chat completion requests received."""
         with self._lock:
             return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def responses_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the Responses API requests received."""
+        with self._lock:
+            return [r.body for r in self.requests if r.path.endswith("/responses")]
 
     @property
     def rejected(self) -> list[RecordedRequest]:
