@@ -291,7 +291,7 @@ def _responses(server: OpenAITestServer, body: dict[str, Any]) -> ServerReply:
     problem = validate_responses_input(body.get("input"), store=store, issued=server.issued)
     if problem:
         return _error(400, problem)
-    script = server.next_response()
+    script = server.next_response(body)
     if script is None:
         return _error(500, "the test server has no scripted response left", "server_error")
     if script.status != 200:
@@ -415,6 +415,8 @@ class OpenAITestServer:
         self.respond: Callable[[dict[str, Any]], ScriptedCompletion] | None = None
         """Answers chat requests once the script is used up."""
         self._responses: deque[ScriptedResponse] = deque()
+        self.respond_response: Callable[[dict[str, Any]], ScriptedResponse] | None = None
+        """Answers Responses API requests once their script is used up."""
         self.issued: dict[str, str] = {}
         """Encrypted reasoning this server handed out -> its reasoning item's id: a request
         may send back only these, byte for byte."""
@@ -527,10 +529,16 @@ class OpenAITestServer:
         with self._lock:
             self._responses.extend(responses)
 
-    def next_response(self) -> ScriptedResponse | None:
-        """Take the next scripted Responses API answer, if any."""
+    def next_response(self, body: dict[str, Any]) -> ScriptedResponse | None:
+        """Take the next scripted Responses API answer (or ask :attr:`respond_response`).
+
+        Args:
+            body: The request body.
+        """
         with self._lock:
-            return self._responses.popleft() if self._responses else None
+            if self._responses:
+                return self._responses.popleft()
+        return self.respond_response(body) if self.respond_response is not None else None
 
     def issue(self, script: ScriptedResponse) -> None:
         """Remember the encrypted reasoning a scripted answer hands out.

@@ -4,8 +4,9 @@ A block is a complete program: what a user copies is what runs. Each runs in a f
 working directory (so ``sqlite:///chat.db`` lands there), with:
 
 - ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` pointing at a local
-  :class:`chatmem.testing.OpenAITestServer` (chat completions and embeddings), so blocks that
-  call a model need no network and no key;
+  :class:`chatmem.testing.OpenAITestServer` (chat completions, the Responses API, whose
+  answers carry a reasoning item, and embeddings), so blocks that call a model need no
+  network and no key;
 - ``CHATMEM_TEST_<NAME>_URL`` set for every server a block names; a block whose server is not
   reachable is skipped with the reason (a failure in CI), as the backend tests are.
 """
@@ -21,8 +22,9 @@ from typing import Any
 import pytest
 from pytest_examples import CodeExample, EvalExample, find_examples
 
-from chatmem.testing import OpenAITestServer, ScriptedCompletion
+from chatmem.testing import OpenAITestServer, ScriptedCompletion, ScriptedResponse
 from chatmem.testing.openai_embeddings import add_embeddings_route
+from chatmem.testing.responses_protocol import message_item, reasoning_item
 from tests.support.servers import DEFAULT_URLS, server_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,11 +53,26 @@ def _answer(body: dict[str, Any]) -> ScriptedCompletion:
     )
 
 
+def _answer_response(body: dict[str, Any]) -> ScriptedResponse:
+    """A Responses API answer: a reasoning item, then the echo of what the model was sent."""
+    items = body.get("input")
+    messages = [{"role": "user", "content": items}] if isinstance(items, str) else items or []
+    said = [
+        str(item.get("content") or "")
+        for item in messages
+        if item.get("role") == "user" and item.get("type", "message") == "message"
+    ]
+    remembered = "; ".join(said[:-1]) or "nothing yet"
+    text = f"(test model) You said: {said[-1] if said else ''}. Earlier: {remembered}."
+    return ScriptedResponse([reasoning_item("Recall the conversation."), message_item(text)])
+
+
 @pytest.fixture(scope="module")
 def model_server() -> Iterator[OpenAITestServer]:
     with OpenAITestServer() as server:
         add_embeddings_route(server)
         server.respond = _answer
+        server.respond_response = _answer_response
         yield server
 
 
