@@ -678,3 +678,40 @@ def test_vector_search_and_embedding_spans(otel: Otel, server: OpenAITestServer)
         for p in otel.points("gen_ai.client.operation.duration")
     }
     assert operations == {"chat", "embeddings"}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["call", "stream"])
+def test_responses_model_spans_name_openai_and_report_usage(
+    otel: Otel, server: OpenAITestServer, streaming: bool
+) -> None:
+    from chatmem.openai import OpenAIResponsesChatModel
+    from chatmem.testing import ScriptedResponse
+    from chatmem.testing.responses_protocol import (
+        function_call_item,
+        message_item,
+        reasoning_item,
+    )
+
+    server.reply_response(
+        ScriptedResponse(
+            [reasoning_item("Look."), function_call_item("call_1", "weather", ARGUMENTS)]
+        ),
+        ScriptedResponse([reasoning_item(), message_item(ANSWER)]),
+    )
+    with OpenAIResponsesChatModel(
+        model="gpt-5-mini", base_url=server.base_url, api_key="test", max_retries=0
+    ) as model:
+        request = ChatClient.builder(model).default_tools(weather).build().prompt(QUESTION)
+        answer = "".join(request.stream().content()) if streaming else request.call().content()
+    assert answer == ANSWER
+    calls = [s for s in otel.spans() if s.name == "chat gpt-5-mini" and s.kind == SpanKind.CLIENT]
+    rounds = [dict(s.attributes or {}) for s in calls if s.parent is not None]
+    assert len(rounds) == 2
+    for attributes in rounds:
+        assert attributes["gen_ai.provider.name"] == "openai"
+        assert attributes["gen_ai.usage.input_tokens"] == 20
+        assert attributes["gen_ai.usage.output_tokens"] == 12
+    assert [dict(r)["gen_ai.response.finish_reasons"] for r in rounds] == [
+        ("tool_calls",),
+        ("stop",),
+    ]
