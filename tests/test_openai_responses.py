@@ -270,6 +270,28 @@ def test_stream_cut_short_stores_nothing(
     assert memory.get("007") == []
 
 
+def test_a_tool_loop_cut_short_in_its_second_round_stores_nothing(
+    server: OpenAITestServer, model: OpenAIResponsesChatModel
+) -> None:
+    memory = MessageWindowChatMemory()
+    client = (
+        ChatClient.builder(model)
+        .default_advisors(MessageChatMemoryAdvisor(memory))
+        .default_tools(weather)
+        .build()
+    )
+    call = function_call_item("call_paris", "weather", '{"city": "Paris"}')
+    server.reply_response(
+        ScriptedResponse([reasoning_item("Paris first."), call]),
+        ScriptedResponse([reasoning_item("Done."), message_item("Sunny.")], truncate_after=6),
+    )
+    pieces = client.prompt("Weather in Paris?").advisors({CONVERSATION_ID: "007"}).stream()
+    with pytest.raises(ChatModelConnectionError):
+        "".join(pieces.content())
+    assert len(server.responses_requests) == 2  # the tool ran, the second round was cut
+    assert memory.get("007") == []
+
+
 def test_error_event_mid_stream_stores_nothing(
     server: OpenAITestServer, model: OpenAIResponsesChatModel
 ) -> None:
