@@ -416,3 +416,35 @@ def test_store_true_sends_item_ids_and_reasoning_config(server: OpenAITestServer
     assert "include" not in body
     assert body["reasoning"] == {"effort": "low", "summary": "auto"}
     assert [i.get("id", "")[:3] for i in body["input"]] == ["", "rs_", "msg", ""]
+
+
+def test_aggregated_stream_keeps_what_its_chunks_carry_beyond_text() -> None:
+    from chatmem.messages import ProviderItem
+    from chatmem.model import ChatResponse, Generation, aggregate_chunks
+
+    thought = ReasoningPart(text="Hmm.", signature="gAAA", provider="openai", index=1)
+    item = ProviderItem(provider="openai", type="compaction", data={"type": "compaction"})
+    usage = TokenUsage(input_tokens=5, output_tokens=3)
+    last = AssistantMessage(
+        "",
+        reasoning=[thought],
+        provider_items=[item],
+        usage=usage,
+        metadata={"openai_responses": {"message_id": "msg_1"}},
+    )
+    chunks = [
+        ChatResponse([Generation(AssistantMessage("Hello"))]),
+        ChatResponse([Generation(AssistantMessage(", Mr Bond."))]),
+        ChatResponse([Generation(last, "stop")]),
+    ]
+    answer = aggregate_chunks(chunks).generations[0].message
+    assert answer.text == "Hello, Mr Bond."
+    assert (answer.reasoning, answer.provider_items, answer.usage) == ([thought], [item], usage)
+    assert answer.metadata == {"openai_responses": {"message_id": "msg_1"}}
+    plain = aggregate_chunks(chunks[:2]).generations[0].message
+    assert (plain.reasoning, plain.provider_items, plain.usage, plain.metadata) == (
+        [],
+        [],
+        None,
+        {},
+    )
