@@ -448,3 +448,45 @@ def test_aggregated_stream_keeps_what_its_chunks_carry_beyond_text() -> None:
         None,
         {},
     )
+
+
+def test_options_reach_the_request(
+    server: OpenAITestServer, model: OpenAIResponsesChatModel
+) -> None:
+    server.reply_response(ScriptedResponse([message_item("ok")]))
+    options = ChatOptions(
+        temperature=0.2,
+        top_p=0.9,
+        tool_choice={"type": "function", "function": {"name": "weather"}},
+        parallel_tool_calls=False,
+        response_format={"name": "answer", "schema": {"type": "object"}, "strict": True},
+        extra={"service_tier": "flex"},
+    )
+    tools = [weather.definition]
+    model.call(Prompt([UserMessage("Hi")], options, tools))
+    body = server.responses_requests[0]
+    assert (body["temperature"], body["top_p"], body["service_tier"]) == (0.2, 0.9, "flex")
+    assert body["tool_choice"] == {"type": "function", "name": "weather"}
+    assert body["parallel_tool_calls"] is False
+    assert body["tools"][0]["name"] == "weather"
+    assert body["tools"][0]["parameters"]["properties"]["city"]["type"] == "string"
+    assert body["text"] == {
+        "format": {
+            "type": "json_schema",
+            "name": "answer",
+            "schema": {"type": "object"},
+            "strict": True,
+        }
+    }
+
+
+async def test_async_call_keeps_reasoning(
+    server: OpenAITestServer, amodel: AsyncOpenAIResponsesChatModel
+) -> None:
+    item = reasoning_item("Say hello.")
+    server.reply_response(ScriptedResponse([item, message_item("Hello, Mr Bond.")]))
+    response = await amodel.call(Prompt([UserMessage("My name is James Bond")]))
+    message = response.generations[0].message
+    assert message.text == "Hello, Mr Bond."
+    assert message.reasoning[0].signature == item["encrypted_content"]
+    assert response.finish_reason == "stop"

@@ -59,6 +59,17 @@ def _text_format(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"format": schema}
 
 
+def _tool_choice(choice: str | Mapping[str, JsonValue]) -> str | dict[str, JsonValue]:
+    # A function named the Chat Completions way ({"type": "function", "function": {"name":
+    # ...}}) is named the Responses way ({"type": "function", "name": ...}).
+    if isinstance(choice, str):
+        return choice
+    function = choice.get("function")
+    if choice.get("type") == "function" and isinstance(function, Mapping) and "name" in function:
+        return {"type": "function", "name": function["name"]}
+    return dict(choice)
+
+
 def responses_request(
     prompt: Prompt,
     defaults: ChatOptions,
@@ -104,7 +115,7 @@ def responses_request(
     if prompt.tools:
         kwargs["tools"] = to_responses_tools(prompt.tools)
         if options.tool_choice is not None:
-            kwargs["tool_choice"] = options.tool_choice
+            kwargs["tool_choice"] = _tool_choice(options.tool_choice)
         if options.parallel_tool_calls is not None:
             kwargs["parallel_tool_calls"] = options.parallel_tool_calls
     if options.response_format is not None:
