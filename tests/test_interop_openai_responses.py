@@ -322,11 +322,3 @@ def test_lossy_joins_several_message_items_of_one_turn() -> None:
     ]
     [message] = from_responses(items, lossy=True)
     assert message.text == "ab"
-
-
-def test_two_parts_at_one_index_are_refused() -> None:
-    part = ReasoningPart(text="x", provider="openai", index=0)
-    with pytest.raises(ConversionError, match="claim index 0"):
-        to_responses([AssistantMessage("", reasoning=[part, part])])
-    with pytest.raises(ConversionError, match="has index 5"):
-        to_responses([AssistantMessage("", reasoning=[part.model_copy(update={"index": 5})])])
