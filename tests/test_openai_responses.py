@@ -375,7 +375,7 @@ def test_whole_answer_keeps_order_usage_and_finish_reason(
         input_tokens=20, output_tokens=12, reasoning_tokens=8, cache_read_tokens=4
     )
     assert response.usage is not None
-    assert response.usage.prompt_tokens == 20
+    assert response.usage.input_tokens == 20
     assert response.metadata["id"].startswith("resp_")
 
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from chatmem.interop._common import ConversionError, assistant_parts, parts_for_provider
+from chatmem.interop._common import ConversionError, parts_sent_to
 from chatmem.interop._media import data_url, guess_mime, parse_data_url
 from chatmem.messages import (
     AssistantMessage,
@@ -154,9 +154,7 @@ def _assistant(message: AssistantMessage, item_ids: bool, lossy: bool) -> list[d
     call_ids = ids.get("call_item_ids")
     call_ids = call_ids if isinstance(call_ids, dict) else {}
     out: list[dict[str, Any]] = []
-    reasoning, items = parts_for_provider(message, PROVIDER)
-    sendable = {id(part) for part in [*reasoning, *items]}
-    for part in assistant_parts(message):
+    for part in parts_sent_to(message, PROVIDER):
         if isinstance(part, str):
             out.append(_assistant_text(part, ids.get("message_id")))
         elif isinstance(part, ToolCall):
@@ -169,8 +167,6 @@ def _assistant(message: AssistantMessage, item_ids: bool, lossy: bool) -> list[d
             if isinstance(item_id := call_ids.get(part.id), str):
                 call["id"] = item_id
             out.append(call)
-        elif id(part) not in sendable:
-            continue  # the sending rule: another provider's part is not sent here
         elif isinstance(part, ReasoningPart):
             if (item := _reasoning_item(part, item_ids, lossy)) is not None:
                 out.append(item)

@@ -17,7 +17,6 @@ from chatmem.model import (
     Generation,
     Prompt,
     ToolDefinition,
-    Usage,
 )
 
 __all__ = [
@@ -148,13 +147,6 @@ def token_usage(usage: Any) -> TokenUsage | None:
     )
 
 
-def _usage(usage: TokenUsage | None) -> Usage | None:
-    if usage is None:
-        return None
-    total = usage.input_tokens + usage.output_tokens
-    return Usage(usage.input_tokens, usage.output_tokens, total)
-
-
 def _finish_reason(response: Any, message: AssistantMessage) -> str:
     status = _get(response, "status")
     if status in ("failed", "cancelled"):
@@ -193,7 +185,7 @@ def from_response(response: Any) -> ChatResponse:
     message = _answer(_get(response, "output") or [], model, usage)
     generation = Generation(message, _finish_reason(response, message))
     metadata: dict[str, JsonValue] = {"id": _get(response, "id")}
-    return ChatResponse([generation], _usage(usage), model, (), metadata)
+    return ChatResponse([generation], usage, model, (), metadata)
 
 
 class ResponsesStreamAssembler:
@@ -259,7 +251,7 @@ class ResponsesStreamAssembler:
         rest = message.text[len(streamed) :] if message.text.startswith(streamed) else ""
         last = message.model_copy(update={"text": rest})
         metadata: dict[str, JsonValue] = {"id": self._id}
-        return ChatResponse([Generation(last, finish)], _usage(usage), self._model, (), metadata)
+        return ChatResponse([Generation(last, finish)], usage, self._model, (), metadata)
 
     def finish(self) -> None:
         """Check that the stream that just ended completed the response.
