@@ -36,7 +36,8 @@ from chatmem.testing.responses_protocol import (
 from chatmem.tools import tool
 from chatmem_advisors import AsyncMessageChatMemoryAdvisor, MessageChatMemoryAdvisor
 from chatmem_repositories import create_async_repository, create_repository
-from tests.integration_backends import new_conversation_id, url_of
+from tests.support.backends import backend_url
+from tests.support.integration_backends import new_conversation_id
 
 FORECASTS = {"Paris": "sunny, 21 C", "London": "rain, 14 C"}
 
@@ -183,7 +184,7 @@ def test_three_turn_tool_loop_with_reasoning_on_sql(
     backend: str,
     streaming: bool,
 ) -> None:
-    url = url_of(backend, tmp_path)
+    url = backend_url(backend, tmp_path)
     conversation_id = new_conversation_id()
     reasoning = script_tool_loop(server)
     with create_repository(url) as repository:
@@ -225,7 +226,7 @@ async def test_async_tool_loop_streamed_with_memory(
     server: OpenAITestServer, amodel: AsyncOpenAIResponsesChatModel, tmp_path: Path
 ) -> None:
     reasoning = script_tool_loop(server)
-    async with create_async_repository(url_of("sqlite", tmp_path)) as repository:
+    async with create_async_repository(backend_url("sqlite", tmp_path)) as repository:
         client = (
             AsyncChatClient.builder(amodel)
             .default_advisors(

@@ -22,7 +22,7 @@ from chatmem import (
 )
 from chatmem.interop import ConversionError
 from chatmem.interop.openai_responses import METADATA_KEY, from_responses, to_responses
-from tests.interop_strategies import (
+from tests.support.interop_strategies import (
     assistant_in_order,
     content,
     conversations,
