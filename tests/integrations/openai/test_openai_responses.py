@@ -132,7 +132,9 @@ def assert_loop_requests(server: OpenAITestServer, reasoning: list[dict[str, Any
 
 def stored_rows(url: str, conversation_id: str) -> list[dict[str, Any]]:
     """The message rows as the SQL backend stored them (the JSON body of each)."""
-    engine = sqlalchemy.create_engine(url)
+    # The driver's URL: without the options chatmem reads (initialize_schema, ...).
+    driver_url = sqlalchemy.make_url(url).difference_update_query(["initialize_schema"])
+    engine = sqlalchemy.create_engine(driver_url)
     try:
         with engine.connect() as connection:
             rows = connection.execute(
