@@ -8,12 +8,12 @@ from typing import Any
 
 import anthropic
 
-from chatmem.exceptions import ChatModelError, ChatModelHTTPError, ChatModelResponseError
+from chatmem._provider_errors import map_sdk_error
+from chatmem.exceptions import ChatModelError, ChatModelResponseError
 from chatmem.interop.anthropic import from_anthropic, to_anthropic, usage_from_anthropic
 from chatmem.messages import AssistantMessage
 from chatmem.model import (
     ChatModelConnectionError,
-    ChatModelTimeoutError,
     ChatOptions,
     ChatResponse,
     Generation,
@@ -334,23 +334,4 @@ def map_error(exc: BaseException) -> ChatModelError | None:
         The chatmem error to raise (``from exc``), or ``None`` if ``exc`` is not a provider
         or transport error.
     """
-    if isinstance(exc, anthropic.APIStatusError):
-        return ChatModelHTTPError(
-            f"the provider answered {exc.status_code}: {exc.message}",
-            status_code=exc.status_code,
-            body=exc.body,
-        )
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ChatModelTimeoutError(f"the provider did not answer in time: {exc}")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ChatModelConnectionError(f"cannot reach the provider: {exc}")
-    if isinstance(exc, anthropic.APIResponseValidationError):
-        return ChatModelResponseError(f"the provider's answer is malformed: {exc}")
-    if isinstance(exc, anthropic.AnthropicError):
-        return ChatModelError(f"the provider failed: {exc}")
-    module = type(exc).__module__
-    if module.startswith("httpx") or module.startswith("httpcore"):
-        if "Timeout" in type(exc).__name__:
-            return ChatModelTimeoutError(f"the provider did not answer in time: {exc}")
-        return ChatModelConnectionError(f"the connection to the provider failed: {exc}")
-    return None
+    return map_sdk_error(exc, anthropic, anthropic.AnthropicError)

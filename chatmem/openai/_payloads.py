@@ -7,7 +7,8 @@ from typing import Any
 
 import openai
 
-from chatmem.exceptions import ChatModelError, ChatModelHTTPError, ChatModelResponseError
+from chatmem._provider_errors import map_sdk_error
+from chatmem.exceptions import ChatModelError, ChatModelResponseError
 from chatmem.interop.openai import to_openai
 from chatmem.messages import (
     AssistantMessage,
@@ -17,7 +18,6 @@ from chatmem.messages import (
 )
 from chatmem.model import (
     ChatModelConnectionError,
-    ChatModelTimeoutError,
     ChatOptions,
     ChatResponse,
     Generation,
@@ -219,23 +219,4 @@ def map_error(exc: BaseException) -> ChatModelError | None:
         The chatmem error to raise (``from exc``), or ``None`` if ``exc`` is not a provider
         or transport error.
     """
-    if isinstance(exc, openai.APIStatusError):
-        return ChatModelHTTPError(
-            f"the provider answered {exc.status_code}: {exc.message}",
-            status_code=exc.status_code,
-            body=exc.body,
-        )
-    if isinstance(exc, openai.APITimeoutError):
-        return ChatModelTimeoutError(f"the provider did not answer in time: {exc}")
-    if isinstance(exc, openai.APIConnectionError):
-        return ChatModelConnectionError(f"cannot reach the provider: {exc}")
-    if isinstance(exc, openai.APIResponseValidationError):
-        return ChatModelResponseError(f"the provider's answer is malformed: {exc}")
-    if isinstance(exc, openai.OpenAIError):
-        return ChatModelError(f"the provider failed: {exc}")
-    module = type(exc).__module__
-    if module.startswith("httpx") or module.startswith("httpcore"):
-        if "Timeout" in type(exc).__name__:
-            return ChatModelTimeoutError(f"the provider did not answer in time: {exc}")
-        return ChatModelConnectionError(f"the connection to the provider failed: {exc}")
-    return None
+    return map_sdk_error(exc, openai, openai.OpenAIError)
