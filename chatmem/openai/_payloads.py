@@ -130,16 +130,21 @@ def from_completion(completion: Any) -> ChatResponse:
     if not completion.choices:
         raise ChatModelResponseError("the provider returned no choices")
     generations = []
+    usage = _usage(completion.usage)
+    # The usage is the answer's own when there is one answer (several choices share it).
+    answer_usage = usage if len(completion.choices) == 1 else None
     for choice in completion.choices:
         calls = [
             ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
             for c in (choice.message.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
-        message = AssistantMessage(choice.message.content or "", tool_calls=calls)
+        message = AssistantMessage(
+            choice.message.content or "", tool_calls=calls, usage=answer_usage
+        )
         generations.append(Generation(message, choice.finish_reason))
     metadata = {"id": completion.id}
-    return ChatResponse(generations, _usage(completion.usage), completion.model, (), metadata)
+    return ChatResponse(generations, usage, completion.model, (), metadata)
 
 
 class StreamAssembler:
@@ -179,7 +184,11 @@ class StreamAssembler:
                 self._finished = True
                 out.append(self._calls_chunk(choice.finish_reason))
         if chunk.usage is not None:
-            out.append(ChatResponse((), _usage(chunk.usage), self._model))
+            # Usage comes last, after the finish reason, in a chunk of its own; it is carried
+            # by an empty piece of the answer too, so the folded answer stores it.
+            usage = _usage(chunk.usage)
+            piece = AssistantMessage(usage=usage)
+            out.append(ChatResponse([Generation(piece)], usage, self._model))
         return out
 
     def _calls_chunk(self, finish_reason: str) -> ChatResponse:

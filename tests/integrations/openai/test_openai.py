@@ -126,6 +126,22 @@ def test_james_bond_sync_stream(server: OpenAITestServer, model: OpenAIChatModel
     assert server.chat_requests[0]["stream_options"] == {"include_usage": True}
 
 
+def test_each_stored_answer_carries_its_token_usage(
+    server: OpenAITestServer, model: OpenAIChatModel
+) -> None:
+    server.reply_text("Hello, Mr Bond.", "You are James Bond.")
+    memory = MessageWindowChatMemory()
+    client = memory_client(model, memory)
+    client.prompt("My name is James Bond").advisors(CID).call().content()
+    "".join(client.prompt("What is my name?").advisors(CID).stream().content())
+    answers = [m for m in memory.get("007") if isinstance(m, AssistantMessage)]
+    # The test server reports 10 prompt and 5 completion tokens per answer, streamed or not.
+    assert [(a.usage.input_tokens, a.usage.output_tokens) for a in answers if a.usage] == [
+        (10, 5),
+        (10, 5),
+    ]
+
+
 async def test_james_bond_async_call_and_stream(
     server: OpenAITestServer, amodel: AsyncOpenAIChatModel
 ) -> None:
