@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import create_engine, event, make_url, text
 
 from chatmem import (
     AssistantMessage,
@@ -359,7 +359,8 @@ def _statement_waits(url: str, thread_id: int) -> bool:
     it sees its own connections: an INSERT that stays in flight while another transaction
     holds the gap it goes into is waiting for that gap.
     """
-    engine = create_engine(url)
+    # The driver's own URL: chatmem's options (initialize_schema) mean nothing to PyMySQL.
+    engine = create_engine(make_url(url).difference_update_query(["initialize_schema"]))
     try:
         with engine.connect() as connection:
             return bool(
