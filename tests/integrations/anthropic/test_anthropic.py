@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +251,8 @@ def test_three_turn_tool_loop_with_thinking_and_memory(
 
 def assert_raw_rows(path: Path, cid: str, server: AnthropicTestServer) -> None:
     # The stored JSON itself holds each signature and redacted block's data, byte for byte.
-    with sqlite3.connect(path) as db:
+    # closing(): a sqlite3 connection's own context manager commits but does not close it.
+    with closing(sqlite3.connect(path)) as db:
         rows = db.execute(
             "SELECT type, body FROM chatmem_messages WHERE conversation_id = ? ORDER BY position",
             (cid,),
