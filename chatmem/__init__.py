@@ -56,6 +56,7 @@ from chatmem.exceptions import (
     RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
     RepositoryWriteTimeoutError,
+    VersionConflictError,
 )
 from chatmem.memory import (
     CONVERSATION_ID,
@@ -71,6 +72,7 @@ from chatmem.memory import (
 )
 from chatmem.messages import (
     AssistantMessage,
+    EventMessage,
     Media,
     Message,
     MessageType,
@@ -98,6 +100,7 @@ from chatmem.repository import (
     AsyncChatMemoryLog,
     AsyncChatMemoryRepository,
     AsyncInMemoryChatMemoryRepository,
+    AsyncSessionLog,
     AsyncSummaryStore,
     ChatMemoryLog,
     ChatMemoryRepository,
@@ -105,9 +108,11 @@ from chatmem.repository import (
     ConversationSummary,
     InMemoryChatMemoryRepository,
     Position,
+    SessionLog,
     StoredMessage,
     SummaryStore,
 )
+from chatmem.sessions import AsyncSessions, Sessions
 from chatmem.tokens import (
     CharacterTokenEstimator,
     TiktokenTokenEstimator,
@@ -135,6 +140,8 @@ __all__ = [
     "AsyncChatModel",
     "AsyncInMemoryChatMemoryRepository",
     "AsyncMessageWindowChatMemory",
+    "AsyncSessionLog",
+    "AsyncSessions",
     "AsyncStreamAdvisor",
     "AsyncSummarizingChatMemory",
     "AsyncSummaryStore",
@@ -160,6 +167,7 @@ __all__ = [
     "ConfigurationError",
     "ConversationPage",
     "ConversationSummary",
+    "EventMessage",
     "Generation",
     "InMemoryChatMemoryRepository",
     "InvalidConversationIdError",
@@ -179,6 +187,8 @@ __all__ = [
     "RepositoryOutcomeUnknownError",
     "RepositoryTimeoutError",
     "RepositoryWriteTimeoutError",
+    "SessionLog",
+    "Sessions",
     "StoredMessage",
     "StreamAdvisor",
     "SummarizingChatMemory",
@@ -196,6 +206,7 @@ __all__ = [
     "ToolResponse",
     "ToolResponseMessage",
     "UserMessage",
+    "VersionConflictError",
     "WindowSize",
     "__version__",
     "decode_message",

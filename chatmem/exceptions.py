@@ -52,6 +52,7 @@ __all__ = [
     "RepositoryWriteTimeoutError",
     "ToolExecutionError",
     "ToolIterationLimitError",
+    "VersionConflictError",
 ]
 
 
@@ -137,6 +138,31 @@ class MessageDecodeError(RepositoryError):
     ) -> None:
         super().__init__(message, backend=backend)
         self.conversation_id = conversation_id
+
+
+class VersionConflictError(ChatMemError):
+    """A version-checked append found the conversation changed since its version was read.
+
+    Nothing was stored. Read the conversation again (its window or history, with its new
+    version) and decide again; an append without ``expected_version`` never raises it.
+
+    Attributes:
+        conversation_id: The conversation.
+        expected_version: The version the caller read.
+        actual_version: The conversation's version when the append was refused.
+    """
+
+    def __init__(self, conversation_id: str, expected_version: int, actual_version: int) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} is at version {actual_version}, not "
+            f"{expected_version}: something was appended since it was read; nothing was stored"
+        )
+        self.conversation_id = conversation_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.args, self.__dict__))
 
 
 class ChatModelError(ChatMemError):

@@ -4,7 +4,9 @@ Four message types follow Spring AI's names and values: :class:`SystemMessage`,
 :class:`UserMessage` (text plus optional media), :class:`AssistantMessage` (text plus tool
 calls, and for reasoning models their :class:`ReasoningPart` s, provider-native
 :class:`ProviderItem` s and :class:`TokenUsage`) and :class:`ToolResponseMessage` (tool results
-matched to calls by id). Every message
+matched to calls by id). A fifth, :class:`EventMessage`, is an application's own event
+kept in the same ordered log (a namespaced type and a JSON payload): never sent to a model,
+never folded into a summary, never evicted. Every message
 carries an ``id`` (a UUIDv7 string that makes appends idempotent), ``created_at`` (UTC) and
 JSON ``metadata``. Messages are immutable.
 
@@ -48,8 +50,10 @@ from chatmem._uuid7 import uuid7
 from chatmem.exceptions import MessageDecodeError
 
 __all__ = [
+    "CHAT_MESSAGE_TYPES",
     "CODEC_VERSION",
     "AssistantMessage",
+    "EventMessage",
     "Media",
     "Message",
     "MessageType",
@@ -79,6 +83,14 @@ class MessageType(StrEnum):
     ASSISTANT = "assistant"
     SYSTEM = "system"
     TOOL = "tool"
+    EVENT = "event"
+    """An application's own event (:class:`EventMessage`), never sent to a model."""
+
+
+CHAT_MESSAGE_TYPES: frozenset[MessageType] = frozenset(
+    {MessageType.USER, MessageType.ASSISTANT, MessageType.TOOL}
+)
+"""The types that make up a conversation's turns: what a memory window is made of."""
 
 
 # The default creation time: a C-level call, no Python frame per message.
@@ -355,6 +367,8 @@ def _strings(message: _BaseMessage) -> Iterator[str]:
         elif isinstance(value, list) and name != "metadata":
             for part in value:
                 yield from _strings_of_part(part)
+        elif isinstance(value, dict) and name != "metadata":  # an event's payload
+            yield from _json_strings(value)
     if message.metadata:
         yield from _json_strings(message.metadata)
 
@@ -451,15 +465,67 @@ class ToolResponseMessage(_BaseMessage):
         return value
 
 
+EVENT_TYPE_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$"
+"""A namespaced event type: dot-separated names, at least two (``"acme.audit"``)."""
+
+MAX_EVENT_TYPE_LENGTH = 200
+"""The longest event type name accepted."""
+
+
+class EventMessage(_BaseMessage):
+    """An application's own event, kept in the conversation's log among its messages.
+
+    Events are appended, ordered and made idempotent by ``id`` like messages, and read back
+    by the history queries (``types=[MessageType.EVENT]``), but a memory never reads them
+    into a window: they are never sent to a model, never folded into a summary and never
+    evicted. Type names are namespaced (``"acme.audit"``); the ``chatmem`` namespace is
+    used by chatmem's own session operations (forks and rewinds).
+
+    Example:
+        >>> from chatmem.messages import EventMessage
+        >>> event = EventMessage("acme.audit", {"action": "refund", "amount": 20})
+        >>> event.event_type, event.payload["action"]
+        ('acme.audit', 'refund')
+
+    Args:
+        event_type: The namespaced type name.
+        payload: The event's JSON object.
+    """
+
+    type: Annotated[Literal[MessageType.EVENT], _TypeAsText] = MessageType.EVENT
+    event_type: str = Field(pattern=EVENT_TYPE_PATTERN, max_length=MAX_EVENT_TYPE_LENGTH)
+    """The namespaced type name, such as ``"acme.audit"``."""
+    payload: dict[str, JsonValue] = Field(default_factory=dict)
+    """The event's data: a JSON object, stored losslessly."""
+
+    def __init__(
+        self,
+        event_type: str | None = None,
+        payload: dict[str, JsonValue] | None = None,
+        /,
+        **data: Any,
+    ) -> None:
+        if event_type is not None:
+            data["event_type"] = event_type
+        if payload is not None:
+            data["payload"] = payload
+        # Straight to the validator: BaseModel.__init__ would only repack the arguments.
+        self.__pydantic_validator__.validate_python(data, self_instance=self)
+
+
+# The surrogate check walks a payload as it walks parts.
+EventMessage._part_fields = ("payload",)
+
+
 Message: TypeAlias = Annotated[
-    SystemMessage | UserMessage | AssistantMessage | ToolResponseMessage,
+    SystemMessage | UserMessage | AssistantMessage | ToolResponseMessage | EventMessage,
     Field(discriminator="type"),
 ]
 """Any chat message; ``type`` tells which."""
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 _MESSAGE_CLASSES: frozenset[type[_BaseMessage]] = frozenset(
-    {SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage}
+    {SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, EventMessage}
 )
 _VERSION_SUFFIX = f',"v":{CODEC_VERSION}}}'
 _VERSION_SUFFIX_BYTES = _VERSION_SUFFIX.encode()
@@ -530,9 +596,9 @@ def _stored_validator() -> SchemaValidator | None:
     """The validator of a stored message's JSON, or None if the schema is not as expected."""
     found = dict.fromkeys(("surrogates", "id", "created_at", "responses", "init"), 0)
     schema = _stored_schema(_MESSAGE_ADAPTER.core_schema, found)
-    # Four message types, three with a positional __init__, one list of tool results. If a
+    # Five message types, four with a positional __init__, one list of tool results. If a
     # pydantic release shapes its schemas differently, decoding keeps the full validators.
-    if found != {"surrogates": 4, "id": 4, "created_at": 4, "responses": 1, "init": 3}:
+    if found != {"surrogates": 5, "id": 5, "created_at": 5, "responses": 1, "init": 4}:
         return None
     return SchemaValidator(cast(CoreSchema, schema))
 
@@ -691,12 +757,12 @@ def _decode_general(data: str | bytes, conversation_id: str | None) -> Message:
 
 
 def message_text(message: Message) -> str:
-    """Return the plain text of a message (empty for tool responses).
+    """Return the plain text of a message (empty for tool responses and events).
 
     Args:
         message: Any message.
     """
-    if isinstance(message, ToolResponseMessage):
+    if isinstance(message, ToolResponseMessage | EventMessage):
         return ""
     return message.text
 
@@ -705,10 +771,14 @@ def searchable_text(message: Message) -> str:
     """Return the text that history queries search: text, tool calls and tool results.
 
     Every backend stores and searches this same text, so a search behaves alike everywhere.
+    An event's searchable text is its type and its payload as JSON.
 
     Args:
         message: Any message.
     """
+    if isinstance(message, EventMessage):
+        payload = json.dumps(message.payload, ensure_ascii=False, separators=(",", ":"))
+        return f"{message.event_type}\n{payload}"
     if isinstance(message, ToolResponseMessage):
         return "\n".join(r.response_data for r in message.responses)
     if isinstance(message, AssistantMessage) and message.tool_calls:

@@ -2,8 +2,9 @@
 
 See :class:`ChatMemoryRepository` for the four methods every backend implements and
 :class:`ChatMemoryLog` for the log capabilities that make memory O(window);
-:class:`OwnedChatMemoryLog` is a log that closes what it owns (what ``create_repository``
-returns). :class:`WindowReader`, :class:`MessageCounter`, :class:`ServerInfo` and
+:class:`SessionLog` adds versions (checked appends) and
+``delete_between`` (rewinds) to a log; :class:`OwnedChatMemoryLog` is a session log that
+closes what it owns (what ``create_repository`` returns). :class:`WindowReader`, :class:`MessageCounter`, :class:`ServerInfo` and
 :class:`SummaryStore` are optional capabilities, each its own protocol: chatmem checks for
 one with ``isinstance`` and falls back when a repository lacks it, so a backend implements
 only what its store does well.
@@ -18,6 +19,7 @@ from chatmem._async.repository import (
     AsyncMessageCounter,
     AsyncOwnedChatMemoryLog,
     AsyncServerInfo,
+    AsyncSessionLog,
     AsyncSummaryStore,
     AsyncWindowReader,
 )
@@ -30,6 +32,7 @@ from chatmem._sync.repository import (
     MessageCounter,
     OwnedChatMemoryLog,
     ServerInfo,
+    SessionLog,
     SummaryStore,
     WindowReader,
 )
@@ -41,6 +44,7 @@ __all__ = [
     "AsyncMessageCounter",
     "AsyncOwnedChatMemoryLog",
     "AsyncServerInfo",
+    "AsyncSessionLog",
     "AsyncSummaryStore",
     "AsyncWindowReader",
     "ChatMemoryLog",
@@ -52,6 +56,7 @@ __all__ = [
     "OwnedChatMemoryLog",
     "Position",
     "ServerInfo",
+    "SessionLog",
     "StoredMessage",
     "SummaryStore",
     "WindowReader",

@@ -25,7 +25,13 @@ from collections import OrderedDict
 from typing import Any, Protocol, runtime_checkable
 
 from chatmem.exceptions import ConfigurationError
-from chatmem.messages import AssistantMessage, Message, ToolResponseMessage
+from chatmem.messages import (
+    AssistantMessage,
+    EventMessage,
+    Message,
+    ToolResponseMessage,
+    searchable_text,
+)
 
 __all__ = [
     "MEDIA_TOKENS",
@@ -76,6 +82,8 @@ class _ContentTokenEstimator:
             for response in message.responses:
                 total += TOOL_CALL_OVERHEAD + self.count_text(response.response_data)
             return total
+        if isinstance(message, EventMessage):  # never sent: counted as what it stores
+            return total + self.count_text(searchable_text(message))
         total += self.count_text(message.text)
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:

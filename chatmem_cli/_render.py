@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from rich.panel import Panel
@@ -11,6 +12,7 @@ from rich.text import Text
 from chatmem import (
     AssistantMessage,
     ConversationSummary,
+    EventMessage,
     Message,
     ReasoningPart,
     SystemMessage,
@@ -57,6 +59,10 @@ def describe(message: Message, width: int = 90) -> str:
         message: Any message.
         width: The most characters per part.
     """
+    if isinstance(message, EventMessage):
+        return f"[{message.event_type}] " + shorten(
+            json.dumps(message.payload, ensure_ascii=False, separators=(",", ":")), width
+        )
     if isinstance(message, ToolResponseMessage):
         return "; ".join(
             f"{r.name}#{r.id} -> {shorten(r.response_data, width)}" for r in message.responses

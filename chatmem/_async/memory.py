@@ -22,7 +22,7 @@ from chatmem._telemetry import active as tracing_active
 from chatmem._twins import AsyncTwin, check_flavor
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.exceptions import ConfigurationError
-from chatmem.messages import Message, MessageType, SystemMessage, UserMessage
+from chatmem.messages import EventMessage, Message, MessageType, SystemMessage, UserMessage
 from chatmem.tokens import CachedTokenEstimator, TiktokenTokenEstimator, TokenEstimator
 from chatmem.window import count_one, select_window
 
@@ -312,7 +312,7 @@ class _AsyncWindowMemory:
         for message in history:
             if isinstance(message, SystemMessage):
                 system = message
-            else:
+            elif not isinstance(message, EventMessage):  # events are never sent to a model
                 chat.append(message)
         budget = self._budget(conversation_id) - (self._size(system) if system else 0)
         return system, select_window(chat, budget=budget, size=self._window_size)
@@ -325,7 +325,8 @@ class _AsyncWindowMemory:
         history = [*history, *fresh]
         if self.evict:
             system, window = self._select_from_history(conversation_id, history)
-            history = ([system] if system else []) + window
+            events = [m for m in history if isinstance(m, EventMessage)]  # never evicted
+            history = ([system] if system else []) + events + window
         await self._store.save_all(conversation_id, history)
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "AsyncChatMemoryRepository",
     "AsyncOwnedChatMemoryLog",
     "AsyncServerInfo",
+    "AsyncSessionLog",
     "AsyncSummaryStore",
     "AsyncWindowReader",
 ]
@@ -87,7 +88,9 @@ class AsyncChatMemoryLog(AsyncChatMemoryRepository, Protocol):
     async def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
-        """Return the newest ``limit`` non-system messages, oldest first.
+        """Return the newest ``limit`` user, assistant and tool messages, oldest first.
+
+        System messages and events are left out.
 
         Args:
             conversation_id: The conversation.
@@ -156,9 +159,10 @@ class AsyncChatMemoryLog(AsyncChatMemoryRepository, Protocol):
         ...
 
     async def delete_before(self, conversation_id: str, position: Position) -> int:
-        """Delete non-system messages positioned before ``position``.
+        """Delete user, assistant and tool messages positioned before ``position``.
 
-        System messages are kept, so the current one survives retention and eviction.
+        System messages are kept, so the current one survives retention and eviction, and
+        so are events.
 
         Args:
             conversation_id: The conversation.
@@ -186,7 +190,74 @@ class AsyncChatMemoryLog(AsyncChatMemoryRepository, Protocol):
 
 
 @runtime_checkable
-class AsyncOwnedChatMemoryLog(AsyncChatMemoryLog, Protocol):
+class AsyncSessionLog(AsyncChatMemoryLog, Protocol):
+    """A log with versions: what sessions (forks, rewinds, checked appends) are built on.
+
+    Every built-in backend implements it. A conversation's *version* is an integer that
+    grows with every append that stores something (any message or event) and is 0 for a
+    conversation with nothing stored; it says nothing else (it need not count messages).
+    Read it before reading a window or history, append with ``expected_version``, and the
+    append stores nothing and raises :class:`~chatmem.exceptions.VersionConflictError`
+    when anything was appended in between: of two writers at one version, one wins.
+
+    Events (:class:`~chatmem.messages.EventMessage`) are stored like messages, but the
+    window reads (``find_recent``, ``find_window``) leave them out as they leave out system
+    messages, and ``delete_before`` and ``delete_between`` keep them.
+    """
+
+    async def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
+    ) -> list[StoredMessage]:
+        """Append messages atomically, each getting a new position.
+
+        Args:
+            conversation_id: The conversation; created on first append.
+            messages: The messages, in order.
+            expected_version: Store only if the conversation is at this version (0: only if
+                it holds nothing); ``None`` appends whatever the version.
+
+        Returns:
+            The newly stored messages with their positions; skipped duplicates are left out.
+
+        Raises:
+            VersionConflictError: The conversation is not at ``expected_version``; nothing
+                was stored.
+        """
+        ...
+
+    async def find_version(self, conversation_id: str) -> int:
+        """Return the conversation's version: 0 if it holds nothing (or expired).
+
+        Args:
+            conversation_id: The conversation.
+        """
+        ...
+
+    async def delete_between(
+        self, conversation_id: str, after: Position | None, through: Position
+    ) -> int:
+        """Delete the user, assistant and tool messages positioned in ``(after, through]``.
+
+        System messages and events are kept. Used by a rewind, which first stores the
+        messages it takes back as events.
+
+        Args:
+            conversation_id: The conversation.
+            after: Messages after this position go; ``None`` from the start.
+            through: Messages up to and including this position go.
+
+        Returns:
+            How many messages were deleted.
+        """
+        ...
+
+
+@runtime_checkable
+class AsyncOwnedChatMemoryLog(AsyncSessionLog, Protocol):
     """A log that its caller owns: close it with ``aclose``, or use it in ``async with``.
 
     The return type of the URL factories of ``chatmem_repositories``, one protocol per
@@ -214,7 +285,9 @@ class AsyncWindowReader(Protocol):
     async def find_window(
         self, conversation_id: str, limit: int
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
-        """Return the current system message and the newest ``limit`` non-system messages.
+        """Return the current system message and the newest ``limit`` chat messages.
+
+        Chat messages are user, assistant and tool messages (as ``find_recent`` returns).
 
         Args:
             conversation_id: The conversation.

@@ -24,6 +24,7 @@ from chatmem.backend import (
     normalize_ttl,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
+from chatmem.exceptions import VersionConflictError
 from chatmem.messages import Message, MessageType
 
 __all__ = ["InMemoryChatMemoryRepository"]
@@ -35,8 +36,8 @@ class _Conversation:
     __slots__ = ("chat", "expires_at", "ids", "log", "next_position", "owner", "system")
 
     def __init__(self, conversation_id: str, next_position: int = 1) -> None:
-        self.log: list[StoredMessage] = []  # every message, in position order
-        self.chat: list[StoredMessage] = []  # non-system messages only, for windows
+        self.log: list[StoredMessage] = []  # every message and event, in position order
+        self.chat: list[StoredMessage] = []  # user, assistant and tool messages, for windows
         self.system: StoredMessage | None = None
         self.ids: set[str] = set()
         self.next_position = next_position
@@ -52,9 +53,13 @@ class _Conversation:
         self.log.append(stored)
         if message.type == MessageType.SYSTEM:
             self.system = stored
-        else:
+        elif message.type != MessageType.EVENT:
             self.chat.append(stored)
         return stored
+
+    @property
+    def version(self) -> int:
+        return self.next_position - 1
 
 
 def _position_key(stored: StoredMessage) -> Position:
@@ -163,10 +168,24 @@ class InMemoryChatMemoryRepository:
 
     # -- log capabilities ---------------------------------------------------------------------
 
-    def append(self, conversation_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        """Append messages; ids already stored are skipped."""
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
+    ) -> list[StoredMessage]:
+        """Append messages; ids already stored are skipped.
+
+        Raises:
+            VersionConflictError: ``expected_version`` is given and is not the conversation's.
+        """
         with self._lock:
             conversation = self._get(conversation_id)
+            if expected_version is not None:
+                actual = 0 if conversation is None else conversation.version
+                if actual != expected_version:
+                    raise VersionConflictError(conversation_id, expected_version, actual)
             if conversation is None:
                 if not messages:
                     return []
@@ -179,7 +198,7 @@ class InMemoryChatMemoryRepository:
     def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
-        """Return the newest ``limit`` non-system messages, oldest first."""
+        """Return the newest ``limit`` user, assistant and tool messages, oldest first."""
         check_limit(limit)
         with self._lock:
             conversation = self._get(conversation_id)
@@ -191,10 +210,16 @@ class InMemoryChatMemoryRepository:
                 end = bisect.bisect_left(chat, before, key=_position_key)
             return chat[max(0, end - limit) : end]
 
+    def find_version(self, conversation_id: str) -> int:
+        """Return the conversation's version: 0 if it holds nothing (or expired)."""
+        with self._lock:
+            conversation = self._get(conversation_id)
+            return 0 if conversation is None else conversation.version
+
     def find_window(
         self, conversation_id: str, limit: int
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
-        """Return the system message and the newest ``limit`` non-system messages."""
+        """Return the system message and the newest ``limit`` chat messages."""
         check_limit(limit)
         with self._lock:
             conversation = self._get(conversation_id)
@@ -271,7 +296,7 @@ class InMemoryChatMemoryRepository:
             return found
 
     def delete_before(self, conversation_id: str, position: Position) -> int:
-        """Delete non-system messages positioned before ``position``."""
+        """Delete user, assistant and tool messages positioned before ``position``."""
         with self._lock:
             conversation = self._get(conversation_id)
             if conversation is None:
@@ -286,6 +311,26 @@ class InMemoryChatMemoryRepository:
             conversation.chat = [s for s in conversation.chat if s.message.id not in doomed]
             conversation.log = [s for s in conversation.log if s.message.id not in doomed]
             # Ids stay remembered so a late retry of a deleted message is still a no-op.
+            return len(doomed)
+
+    def delete_between(
+        self, conversation_id: str, after: Position | None, through: Position
+    ) -> int:
+        """Delete user, assistant and tool messages positioned in ``(after, through]``."""
+        with self._lock:
+            conversation = self._get(conversation_id)
+            if conversation is None:
+                return 0
+            doomed = {
+                s.message.id
+                for s in conversation.chat
+                if (after is None or s.position > after)  # type: ignore[operator]
+                and s.position <= through  # type: ignore[operator]
+            }
+            if not doomed:
+                return 0
+            conversation.chat = [s for s in conversation.chat if s.message.id not in doomed]
+            conversation.log = [s for s in conversation.log if s.message.id not in doomed]
             return len(doomed)
 
     def purge_expired(self) -> int:

@@ -24,6 +24,7 @@ from chatmem.interop._common import (
 )
 from chatmem.messages import (
     AssistantMessage,
+    EventMessage,
     Media,
     Message,
     ProviderItem,
@@ -110,6 +111,8 @@ def _core(message: Message) -> list[lc.BaseMessage]:
         if envelope:
             out.additional_kwargs[ENVELOPE_KEY] = envelope
         return [out]
+    if isinstance(message, EventMessage):
+        raise ConversionError("an event is never sent to a model: leave it out")
     responses = message.responses
     grouped = len(responses) > 1
     return [
@@ -282,6 +285,8 @@ def to_langchain(messages: Sequence[Message], *, lossy: bool = False) -> list[lc
     """
     out: list[lc.BaseMessage] = []
     for message in messages:
+        if isinstance(message, EventMessage):
+            continue  # an application's event is never sent to a model
         plain = _plain_piece(message)
         if plain is not None:
             out.append(plain)

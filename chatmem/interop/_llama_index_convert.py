@@ -20,6 +20,7 @@ from chatmem.interop._common import (
 )
 from chatmem.messages import (
     AssistantMessage,
+    EventMessage,
     Media,
     Message,
     ReasoningPart,
@@ -165,6 +166,8 @@ def _core(message: Message, names: dict[str, str], lossy: bool) -> list[li.ChatM
         if not blocks:
             blocks = [li.TextBlock(text="")]
         return [li.ChatMessage(role=li.MessageRole.ASSISTANT, blocks=blocks)]
+    if isinstance(message, EventMessage):
+        raise ConversionError("an event is never sent to a model: leave it out")
     for r in message.responses:
         if names.get(r.id) != r.name:
             _fail(lossy, f"the name {r.name!r} of tool result {r.id!r} without its call")
@@ -211,6 +214,8 @@ def to_llama_index(messages: Sequence[Message], *, lossy: bool = False) -> list[
     names: dict[str, str] = {}
     previous: Message | None = None
     for message in messages:
+        if isinstance(message, EventMessage):
+            continue  # an application's event is never sent to a model
         restored = _from_stash(message)
         if any(key != STASH_KEY for key in message.metadata):
             _fail(lossy, f"message metadata (message {message.id})")

@@ -22,6 +22,7 @@ from chatmem.interop._common import (
 )
 from chatmem.messages import (
     AssistantMessage,
+    EventMessage,
     Media,
     Message,
     ReasoningPart,
@@ -96,6 +97,8 @@ def _core(message: Message, *, lossy: bool) -> pa.ModelMessage:
             usage=_usage_out(message.usage),
             model_name=models.pop() if len(models) == 1 else None,
         )
+    if isinstance(message, EventMessage):
+        raise ConversionError("an event is never sent to a model: leave it out")
     returns = [
         pa.ToolReturnPart(r.name, r.response_data, tool_call_id=r.id, timestamp=at)
         for r in message.responses
@@ -165,6 +168,8 @@ def to_pydantic_ai(messages: Sequence[Message], *, lossy: bool = False) -> list[
     """
     out: list[pa.ModelMessage] = []
     for message in messages:
+        if isinstance(message, EventMessage):
+            continue  # an application's event is never sent to a model
         restored = _from_stash(message)
         converted = restored if restored is not None else _core(message, lossy=lossy)
         envelope = envelope_of(message)

@@ -61,6 +61,7 @@ from chatmem.interop._common import (
 from chatmem.interop._media import guess_mime
 from chatmem.messages import (
     AssistantMessage,
+    EventMessage,
     Media,
     Message,
     ProviderItem,
@@ -200,6 +201,8 @@ def to_anthropic(messages: Sequence[Message], *, lossy: bool = False) -> dict[st
     system: str | None = None
     names: dict[str, str] = {}
     for message in messages:
+        if isinstance(message, EventMessage):
+            continue  # an application's event is never sent to a model
         if message.metadata:
             _fail(lossy, f"message metadata (message {message.id})")
         if isinstance(message, SystemMessage):

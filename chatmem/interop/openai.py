@@ -38,6 +38,7 @@ from chatmem.interop._common import ConversionError
 from chatmem.interop._media import data_url, guess_mime, parse_data_url
 from chatmem.messages import (
     AssistantMessage,
+    EventMessage,
     Media,
     Message,
     SystemMessage,
@@ -124,6 +125,8 @@ def to_openai(messages: Sequence[Message], *, lossy: bool = False) -> list[dict[
     names: dict[str, str] = {}
     previous: Message | None = None
     for message in messages:
+        if isinstance(message, EventMessage):
+            continue  # an application's event is never sent to a model
         if message.metadata:
             _fail(lossy, f"message metadata (message {message.id})")
         if isinstance(message, SystemMessage):

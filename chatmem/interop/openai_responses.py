@@ -60,6 +60,7 @@ from chatmem.interop._common import ConversionError, parts_sent_to
 from chatmem.interop._media import data_url, guess_mime, parse_data_url
 from chatmem.messages import (
     AssistantMessage,
+    EventMessage,
     Media,
     Message,
     ProviderItem,
@@ -209,6 +210,8 @@ def to_responses(
     names: dict[str, str] = {}
     previous: Message | None = None
     for message in messages:
+        if isinstance(message, EventMessage):
+            continue  # an application's event is never sent to a model
         if message.metadata and (
             not isinstance(message, AssistantMessage) or set(message.metadata) != {METADATA_KEY}
         ):

@@ -47,6 +47,7 @@ from chatmem.messages import (
     decode_message,
     encode_message,
 )
+from chatmem.testing._async.session_conformance import AsyncSessionConformance
 from chatmem.testing._clock import ManualClock
 from chatmem.testing._samples import (
     HOSTILE_CONVERSATION_IDS,
@@ -75,8 +76,12 @@ def _assert_exact(read: Sequence[Message], written: Sequence[Message]) -> None:
     assert [encode_message(m) for m in read] == [encode_message(m) for m in written]
 
 
-class AsyncRepositoryConformance:
-    """Behaviour every repository must have. Subclass and provide ``repository_factory``."""
+class AsyncRepositoryConformance(AsyncSessionConformance):
+    """Behaviour every repository must have. Subclass and provide ``repository_factory``.
+
+    Includes the session log's behaviour (events, versions, rewinds and forks), from
+    :class:`AsyncSessionConformance`.
+    """
 
     concurrent_writers: ClassVar[int] = 16
     """Writers in the concurrency test."""

@@ -57,6 +57,7 @@ from chatmem.testing._samples import (
     reasoning_turns,
     tool_turn,
 )
+from chatmem.testing._sync.session_conformance import SessionConformance
 
 __all__ = ["RepositoryConformance"]
 
@@ -77,8 +78,12 @@ def _assert_exact(read: Sequence[Message], written: Sequence[Message]) -> None:
     assert [encode_message(m) for m in read] == [encode_message(m) for m in written]
 
 
-class RepositoryConformance:
-    """Behaviour every repository must have. Subclass and provide ``repository_factory``."""
+class RepositoryConformance(SessionConformance):
+    """Behaviour every repository must have. Subclass and provide ``repository_factory``.
+
+    Includes the session log's behaviour (events, versions, rewinds and forks), from
+    :class:`SessionConformance`.
+    """
 
     concurrent_writers: ClassVar[int] = 16
     """Writers in the concurrency test."""
