@@ -4,7 +4,8 @@ See :class:`ChatMemoryRepository` for the four methods every backend implements 
 :class:`ChatMemoryLog` for the log capabilities that make memory O(window);
 :class:`SessionLog` adds versions (checked appends) and
 ``delete_between`` (rewinds) to a log; :class:`OwnedChatMemoryLog` is a session log that
-closes what it owns (what ``create_repository`` returns). :class:`WindowReader`, :class:`MessageCounter`, :class:`ServerInfo` and
+closes what it owns (what ``create_repository`` returns). :class:`WindowReader`,
+:class:`MessageCounter`, :class:`ServerInfo` and
 :class:`SummaryStore` are optional capabilities, each its own protocol: chatmem checks for
 one with ``isinstance`` and falls back when a repository lacks it, so a backend implements
 only what its store does well.
