@@ -60,7 +60,7 @@ class AsyncSessions:
 
     Example:
         ```python
-        sessions = AsyncSessions(await create_async_repository("sqlite:///chat.db"))
+        sessions = AsyncSessions(create_async_repository("sqlite:///chat.db"))
         window = await sessions.read_window("chat-1", limit=20)
         await sessions.append(
             "chat-1", [UserMessage("Hello")], expected_version=window.version
