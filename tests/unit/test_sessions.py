@@ -77,7 +77,8 @@ def test_a_fork_of_an_empty_conversation_holds_only_its_origin(sessions: Session
     fork = sessions.fork("nothing-yet", "f")
     assert fork.at is None
     parent = sessions.find_parent("f")
-    assert parent is not None and parent.parent_id == "nothing-yet"
+    assert parent is not None
+    assert parent.parent_id == "nothing-yet"
     assert sessions.read_window("f", 10).messages == []
 
 
@@ -97,7 +98,8 @@ def test_a_fork_at_a_position_between_system_messages_takes_the_one_then_current
     )
     sessions.fork("c", "f", at=stored[3].position)
     window = sessions.read_window("f", 10)
-    assert window.system is not None and window.system.message == stored[2].message
+    assert window.system is not None
+    assert window.system.message == stored[2].message
     assert [s.message for s in window.messages] == [stored[1].message, stored[3].message]
 
 

@@ -225,7 +225,7 @@ class SessionConformance:
         window = sessions.read_window(cid, 10)
         assert [s.message for s in window.messages] == written[:2]
         assert window.system is not None
-        assert window.system.message.text == "s"
+        assert window.system.message.text == "s"  # type: ignore[union-attr]
         for _ in range(2):
             assert sessions.pop(cid) is not None
         assert sessions.pop(cid) is None
