@@ -18,6 +18,7 @@ from chatmem import (
 )
 from chatmem.messages import decode_message, encode_message, searchable_text
 from chatmem.sessions import REWOUND_EVENT, rewound_message
+from chatmem.testing import ManualClock
 
 
 @pytest.fixture
@@ -119,3 +120,26 @@ def test_rewinding_keeps_long_message_ids_within_limits(sessions: Sessions) -> N
     assert [s.message.id for s in taken] == [long_id]
     event = sessions.read_history("c", event_types=[REWOUND_EVENT]).entries[0]
     assert len(event.message.id) < 64
+
+
+def test_a_fork_lives_by_its_own_time_to_live() -> None:
+    clock = ManualClock()
+    repository = InMemoryChatMemoryRepository(ttl=60, clock=clock)
+    sessions = Sessions(repository)
+    sessions.append("parent", [UserMessage("q"), AssistantMessage("a")])
+    clock.advance(50)
+    sessions.fork("parent", "fork")  # a write to both: the fork, and the parent's event
+    clock.advance(20)
+    sessions.append("fork", [UserMessage("q2")])
+    clock.advance(45)  # the parent's last write was 65 s ago, the fork's 45 s ago
+    assert sessions.read_window("parent", 10).version == 0
+    assert [s.message.text for s in sessions.read_window("fork", 10).messages] == [
+        "q",
+        "a",
+        "q2",
+    ]
+    parent = sessions.find_parent("fork")
+    assert parent is not None
+    assert parent.parent_id == "parent"
+    clock.advance(16)
+    assert sessions.read_window("fork", 10).version == 0
