@@ -60,7 +60,8 @@ def message_params(message: Message) -> dict[str, Any]:
     return {
         "id": message.id,
         "type": kind.value,
-        "is_system": kind is MessageType.SYSTEM,
+        # An event has none, which keeps it out of the window index (see _cypher).
+        "is_system": None if kind is MessageType.EVENT else kind is MessageType.SYSTEM,
         "created_at": epoch_micros(message.created_at),
         # Stored case-folded so `CONTAINS` matches exactly what searchable_text() promises.
         "search_text": searchable_text(message).casefold(),

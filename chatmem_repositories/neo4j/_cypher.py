@@ -13,6 +13,15 @@ The graph::
     (:<P>Message {conversation_id, generation, position, message_id, type, is_system,
                   created_at, search_text, data})
 
+An event (type ``event``) is a ``Message`` node without ``is_system``: the window index
+(``conversation_id, generation, is_system, position``) holds only nodes that have every one
+of its properties, so the window reads and the deletes that seek it never see an event,
+while the history, type and count reads (other indexes) find it like any message.
+
+A conversation's version is the last position it handed out (``next_position - 1``), 0 when
+it is deleted or expired. A version-checked append compares it under the node's write lock,
+as an append takes it, and writes nothing when it differs.
+
 A conversation's visible messages are those of its current ``generation``. Deleting,
 replacing (``save_all``) or restarting an expired conversation bumps the generation in one
 small transaction, so the change is atomic however long the history; the retired messages
@@ -100,6 +109,80 @@ WITH c, stale AS retired, [msg IN $messages WHERE stale OR NOT EXISTS {{
 """
     + _CREATE_MESSAGES
 )
+
+# A version-checked append takes the conversation's write lock with a write that leaves the
+# node as it was, reads the version under it, and runs the append's own writes only when the
+# version is the expected one, so a refused append stores nothing: no message, no counter
+# bump, no expiry or update time. Version 0 may find no conversation, so that statement
+# creates it (MERGE, as an append does; the creation cannot be refused: a conversation
+# without a node is at version 0). Any other version needs a live conversation: that
+# statement only matches, and finds no row (nothing written) when there is none.
+_LOCK_FOR_FIRST_CHECK = """
+MERGE (l:{C} {{id: $cid}})
+  ON CREATE SET l.owner = $owner, l.generation = 1, l.next_position = 1,
+                l.created_at = coalesce($now, timestamp())
+SET l.locked = true
+REMOVE l.locked
+"""
+
+_LOCK_FOR_CHECK = """
+MATCH (l:{C} {{id: $cid}})
+SET l.locked = true
+REMOVE l.locked
+"""
+
+# The wrapping CALL collects the inner one's row, so the statement answers one row whether
+# the append ran or not. A refused append also reads where the batch's ids are stored: a
+# retry of a checked append that committed before its connection broke finds exactly its
+# own messages in the positions after the expected version, and is reported as the write
+# that won (``stored`` is then those rows) rather than as a conflict.
+_CHECKED_APPEND = (
+    """
+WITH l.id AS locked
+MATCH (c:{C} {{id: locked}})
+WITH c,
+     c.deleted IS NOT NULL OR coalesce(c.expires_at <= coalesce($now, timestamp()), false) AS stale
+WITH c, stale, CASE WHEN stale THEN 0 ELSE c.next_position - 1 END AS version
+CALL {{
+  WITH c, stale, version
+  CALL {{
+    WITH c, stale, version
+    WITH c, stale WHERE version = $expected
+    SET c.updated_at = coalesce($now, timestamp()),
+        c.generation = CASE WHEN stale THEN c.generation + 1 ELSE c.generation END
+    REMOVE c.deleted
+    FOREACH (_ IN CASE WHEN stale THEN [1] ELSE [] END |
+      REMOVE c.summary_text, c.summary_covers, c.summary_version)
+    WITH c, stale AS retired, [msg IN $messages WHERE stale OR NOT EXISTS {{
+      MATCH (x:{M})
+      WHERE x.conversation_id = $cid AND x.generation = c.generation AND x.message_id = msg.id
+    }}] AS fresh
+"""
+    + _CREATE_MESSAGES
+    + """
+  }}
+  RETURN collect([stored, retired]) AS outcome
+}}
+CALL {{
+  WITH c, version, outcome
+  WITH c WHERE size(outcome) = 0 AND version > $expected
+  UNWIND $messages AS msg
+  MATCH (x:{M})
+  WHERE x.conversation_id = $cid AND x.generation = c.generation AND x.message_id = msg.id
+    AND x.position > $expected
+  WITH x ORDER BY x.position
+  RETURN collect([x.message_id, x.position]) AS mine
+}}
+WITH version, outcome, mine,
+     size(mine) = size($messages) AND version - $expected = size(mine) AS replayed
+RETURN CASE WHEN size(outcome) > 0 THEN outcome[0][0] WHEN replayed THEN mine END AS stored,
+       size(outcome) > 0 AND outcome[0][1] AS retired,
+       version
+"""
+)
+
+_APPEND_FIRST_CHECKED = _LOCK_FOR_FIRST_CHECK + _CHECKED_APPEND
+_APPEND_CHECKED = _LOCK_FOR_CHECK + _CHECKED_APPEND
 
 _REPLACE = (
     _LOCK_CONVERSATION
@@ -272,6 +355,25 @@ CALL {{{{
 RETURN count(*) AS deleted
 """
 
+# Auto-commit only, as delete_before: the chat messages of one position range.
+_DELETE_BETWEEN = f"""
+MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
+WITH c.generation AS current
+MATCH (m:{{M}}) USING INDEX SEEK m:{{M}}(conversation_id, generation, is_system, position)
+WHERE m.conversation_id = $cid AND m.generation = current AND m.is_system = false
+  AND m.position > $after AND m.position <= $through
+CALL {{{{
+  WITH m
+  DETACH DELETE m
+}}}} IN TRANSACTIONS OF 1000 ROWS
+RETURN count(*) AS deleted
+"""
+
+_VERSION = f"""
+MATCH (c:{{C}} {{{{id: $cid}}}}) WHERE {_LIVE}
+RETURN c.next_position - 1 AS version
+"""
+
 # The read takes the node's write lock too. Read committed isolation gives each property
 # read the latest commit, so a plain read could return one summary's text with the next one's
 # version, and a writer that folds that text into the next version loses an update (seen
@@ -334,6 +436,9 @@ class Statements:
     message_label: str
     schema: tuple[LiteralString, ...]
     append: LiteralString
+    append_first_checked: LiteralString
+    append_checked: LiteralString
+    version: LiteralString
     replace: LiteralString
     delete: LiteralString
     sweep: LiteralString
@@ -346,6 +451,7 @@ class Statements:
     history: LiteralString
     count: LiteralString
     delete_before: LiteralString
+    delete_between: LiteralString
     list_all: LiteralString
     list_owner: LiteralString
     find_summary: LiteralString
@@ -365,6 +471,9 @@ class Statements:
             message_label=m,
             schema=repository_schema(prefix),
             append=_q(_APPEND, c, m),
+            append_first_checked=_q(_APPEND_FIRST_CHECKED, c, m),
+            append_checked=_q(_APPEND_CHECKED, c, m),
+            version=_q(_VERSION, c, m),
             replace=_q(_REPLACE, c, m),
             delete=_q(_DELETE, c, m),
             sweep=_q(_SWEEP, c, m),
@@ -377,6 +486,7 @@ class Statements:
             history=_q(_HISTORY, c, m),
             count=_q(_COUNT, c, m),
             delete_before=_q(_DELETE_BEFORE, c, m),
+            delete_between=_q(_DELETE_BETWEEN, c, m),
             list_all=_q(_LIST_ALL, c, m),
             list_owner=_q(_LIST_OWNER, c, m),
             find_summary=_q(_FIND_SUMMARY, c, m),

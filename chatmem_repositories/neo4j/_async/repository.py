@@ -23,7 +23,7 @@ from chatmem.backend import (
     unique_by_id,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.exceptions import ConfigurationError
+from chatmem.exceptions import ConfigurationError, VersionConflictError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
 from chatmem_repositories.neo4j._async.runner import AsyncStatementRunner, seconds
@@ -45,6 +45,12 @@ from chatmem_repositories.neo4j._options import parse_url
 __all__ = ["AsyncNeo4jChatMemoryRepository"]
 
 _PURGE_BATCH = 500
+
+
+def _stored_of(batch: Sequence[Message], stored: list[list[Any]]) -> list[StoredMessage]:
+    """Pair an append's ``[message id, position]`` rows with the batch's messages."""
+    by_id = {m.id: m for m in batch}
+    return [StoredMessage(position, by_id[message_id]) for message_id, position in stored]
 
 
 class AsyncNeo4jChatMemoryRepository:
@@ -236,33 +242,84 @@ class AsyncNeo4jChatMemoryRepository:
         }
 
     async def append(
-        self, conversation_id: str, messages: Sequence[Message]
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
     ) -> list[StoredMessage]:
-        """Append messages in one write transaction; ids already stored are skipped."""
+        """Append messages in one write transaction; ids already stored are skipped.
+
+        With ``expected_version`` the same statement compares the conversation's version
+        under its lock first (see ``_cypher``): still one round trip.
+
+        Raises:
+            VersionConflictError: ``expected_version`` is given and is not the conversation's;
+                nothing was stored.
+        """
         validate_conversation_id(conversation_id)
         batch = unique_by_id(messages)
+        if expected_version is not None:
+            return await self._append_checked(conversation_id, batch, expected_version)
         if not batch:
             return []
         params = self._append_params(conversation_id, batch)
         stored, retired = await self._runner.write_messages(
             "append", self._statements.append, params
         )
-        by_id = {m.id: m for m in batch}
         if retired:
             # The conversation had expired and started over: remove its old messages.
             await self._sweep(conversation_id)
-        return [StoredMessage(position, by_id[message_id]) for message_id, position in stored]
+        return _stored_of(batch, stored)
+
+    async def _append_checked(
+        self, conversation_id: str, batch: Sequence[Message], expected: int
+    ) -> list[StoredMessage]:
+        if isinstance(expected, bool) or not isinstance(expected, int):
+            raise ConfigurationError(f"expected_version is an integer, got {expected!r}")
+        if not batch:
+            actual = await self.find_version(conversation_id)
+            if actual != expected:
+                raise VersionConflictError(conversation_id, expected, actual)
+            return []
+        params = {**self._append_params(conversation_id, batch), "expected": expected}
+        if expected == 0:
+            # Version 0 may mean no conversation yet: this statement creates it.
+            row = await self._runner.write_merging(
+                "append", self._statements.append_first_checked, params
+            )
+        else:
+            rows = await self._runner.write("append", self._statements.append_checked, params)
+            # No row: no conversation node (none yet, or a deletion finished), version 0.
+            row = rows[0] if rows else [None, False, 0]
+        stored, retired, actual = row
+        if stored is None:
+            raise VersionConflictError(conversation_id, expected, int(actual))
+        if retired:
+            await self._sweep(conversation_id)
+        return _stored_of(batch, stored)
 
     async def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
-        """Return the newest ``limit`` non-system messages, oldest first."""
+        """Return the newest ``limit`` user, assistant and tool messages, oldest first."""
         validate_conversation_id(conversation_id)
         check_limit(limit)
         bound = NO_POSITION if before is None else check_position(before)
         if limit == 0:
             return []
         return await self._window(conversation_id, limit, system=False, before=bound)
+
+    async def find_version(self, conversation_id: str) -> int:
+        """Return the conversation's version: 0 if it holds nothing (or expired).
+
+        The version is the last position the conversation handed out.
+        """
+        validate_conversation_id(conversation_id)
+        rows = await self._runner.read(
+            "version read", self._statements.version, {"cid": conversation_id}
+        )
+        return int(rows[0][0]) if rows else 0
 
     async def find_system_message(self, conversation_id: str) -> StoredMessage | None:
         """Return the latest system message, or ``None``."""
@@ -273,7 +330,7 @@ class AsyncNeo4jChatMemoryRepository:
     async def find_window(
         self, conversation_id: str, limit: int
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
-        """Return the current system message and the newest ``limit`` non-system messages.
+        """Return the current system message and the newest ``limit`` chat messages.
 
         One round trip: what a chat memory reads per turn.
         """
@@ -361,10 +418,26 @@ class AsyncNeo4jChatMemoryRepository:
         return stored_messages(conversation_id, rows)
 
     async def delete_before(self, conversation_id: str, position: Position) -> int:
-        """Delete non-system messages positioned before ``position``."""
+        """Delete user, assistant and tool messages positioned before ``position``."""
         validate_conversation_id(conversation_id)
         params = {"cid": conversation_id, "position": check_position(position)}
         rows = await self._runner.write("delete_before", self._statements.delete_before, params)
+        return int(rows[0][0]) if rows else 0
+
+    async def delete_between(
+        self, conversation_id: str, after: Position | None, through: Position
+    ) -> int:
+        """Delete user, assistant and tool messages positioned in ``(after, through]``.
+
+        System messages and events are kept; the version does not change.
+        """
+        validate_conversation_id(conversation_id)
+        params = {
+            "cid": conversation_id,
+            "after": FIRST_POSITION if after is None else check_position(after),
+            "through": check_position(through),
+        }
+        rows = await self._runner.write("delete_between", self._statements.delete_between, params)
         return int(rows[0][0]) if rows else 0
 
     async def purge_expired(self) -> int:

@@ -182,15 +182,25 @@ class AsyncStatementRunner:
         Raises:
             RepositoryError: If the conversation kept being deleted under it.
         """
-        # An append or replace whose conversation node was removed by a finished deletion
-        # while it waited for the node's lock wrote nothing and returned no row (see
-        # _cypher): running it again creates the conversation anew. Each lost race means
-        # a deletion completed in between, so a few attempts are plenty.
+        stored, retired = await self.write_merging(action, query, params)
+        return stored, bool(retired)
+
+    async def write_merging(
+        self, action: str, query: LiteralString, params: dict[str, Any]
+    ) -> list[Any]:
+        """Run a statement that merges its conversation node and locks it; return its row.
+
+        Raises:
+            RepositoryError: If the conversation kept being deleted under it.
+        """
+        # A statement whose conversation node was removed by a finished deletion while it
+        # waited for the node's lock wrote nothing and returned no row (see _cypher):
+        # running it again creates the conversation anew. Each lost race means a deletion
+        # completed in between, so a few attempts are plenty.
         for _ in range(_LOST_NODE_ATTEMPTS):
             rows = await self.write(action, query, params)
             if rows:
-                stored, retired = rows[0]
-                return stored, bool(retired)
+                return rows[0]
         raise RepositoryError(
             f"Neo4j {action} failed: the conversation was deleted concurrently "
             f"{_LOST_NODE_ATTEMPTS} times in a row; nothing was written"
