@@ -11,8 +11,14 @@ import pytest
 from neo4j import GraphDatabase
 
 from chatmem.backend import run_all
-from chatmem.exceptions import ConfigurationError
-from chatmem.messages import AssistantMessage, SystemMessage, UserMessage
+from chatmem.exceptions import ConfigurationError, VersionConflictError
+from chatmem.messages import (
+    AssistantMessage,
+    EventMessage,
+    SystemMessage,
+    UserMessage,
+    searchable_text,
+)
 from chatmem.testing.vectors import HashingEmbeddingModel
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.neo4j import (
@@ -100,6 +106,7 @@ def test_window_read_is_an_ordered_index_seek(
         ),
         ("count", "Message(conversation_id, generation, position)", {"after": 0}),
         ("delete_before", _WINDOW_INDEX, {"position": 3}),
+        ("delete_between", _WINDOW_INDEX, {"after": 2, "through": 5}),
         ("sweep", "Message(conversation_id, generation, position)", {}),
     ],
 )
@@ -127,12 +134,21 @@ def test_listing_pages_through_an_index(
     assert any("Conversation(" in line and "Seek" in line for line in plan), plan
 
 
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [("append", None), ("append_first_checked", 0), ("append_checked", 1)],
+)
 def test_appends_do_not_scan_other_conversations(
-    repository: Neo4jChatMemoryRepository, cid: str
+    repository: Neo4jChatMemoryRepository, cid: str, statement: str, expected: int | None
 ) -> None:
     repository.append(cid, [UserMessage("first")])
-    params = {**repository._append_params(cid, [UserMessage("second")]), "now": None}
-    summary = repository._driver.execute_query("PROFILE " + repository._statements.append, params)
+    params = {
+        **repository._append_params(cid, [UserMessage("second")]),
+        "now": None,
+        "expected": expected,
+    }
+    query = getattr(repository._statements, statement)
+    summary = repository._driver.execute_query("PROFILE " + query, params)
     names = [name for name, _ in _operators(summary.summary.profile)]
     assert "NodeByLabelScan" not in names
     assert "AllNodesScan" not in names
@@ -156,6 +172,81 @@ def test_graph_shape(repository: Neo4jChatMemoryRepository, cid: str) -> None:
     ]
     assert records[0]["next"] == 4
     assert records[1]["search"] == "hello"
+
+
+def test_an_event_is_a_message_node_without_is_system(
+    repository: Neo4jChatMemoryRepository, cid: str
+) -> None:
+    event = EventMessage("acme.audit", {"k": "Value"})
+    repository.append(cid, [UserMessage("u"), event])
+    records = repository._driver.execute_query(
+        "MATCH (c:Conversation {id: $cid})-[:HAS_MESSAGE]->(m:Message) "
+        "RETURN m.position AS position, m.type AS type, keys(m) AS keys, "
+        "m.search_text AS search ORDER BY m.position",
+        cid=cid,
+    ).records
+    assert [(r["position"], r["type"], "is_system" in r["keys"]) for r in records] == [
+        (1, "user", True),
+        (2, "event", False),
+    ]
+    assert records[1]["search"] == searchable_text(event).casefold()
+
+
+# -- version-checked appends ----------------------------------------------------------------
+
+
+def _conversation_node(repository: Neo4jChatMemoryRepository, cid: str) -> dict[str, Any] | None:
+    records = repository._driver.execute_query(
+        "MATCH (c:Conversation {id: $cid}) RETURN properties(c) AS props", cid=cid
+    ).records
+    return dict(records[0]["props"]) if records else None
+
+
+def test_a_refused_append_leaves_the_conversation_node_as_it_was(cid: str) -> None:
+    with Neo4jChatMemoryRepository.from_url(server_url("neo4j"), ttl=3600) as repository:
+        try:
+            repository.append(cid, [UserMessage("q")])
+            before = _conversation_node(repository, cid)
+            for expected in (0, 5):
+                with pytest.raises(VersionConflictError):
+                    repository.append(cid, [UserMessage("late")], expected_version=expected)
+            assert _conversation_node(repository, cid) == before
+        finally:
+            repository.delete_by_conversation_id(cid)
+
+
+def test_a_refused_append_creates_no_conversation(
+    repository: Neo4jChatMemoryRepository, cid: str
+) -> None:
+    with pytest.raises(VersionConflictError) as raised:
+        repository.append(cid, [UserMessage("q")], expected_version=3)
+    assert raised.value.actual_version == 0
+    assert _conversation_node(repository, cid) is None
+    assert repository.find_conversation_ids().count(cid) == 0
+
+
+def test_a_checked_append_run_again_after_it_committed_is_reported_won(
+    repository: Neo4jChatMemoryRepository, cid: str
+) -> None:
+    # A retry after a connection lost past the commit runs the same statement again.
+    first = repository.append(cid, [UserMessage("q")])
+    version = repository.find_version(cid)
+    batch = [AssistantMessage("a"), UserMessage("q2")]
+    params = {
+        **repository._append_params(cid, batch),
+        "expected": version,
+        "now": None,
+    }
+    won = repository._driver.execute_query(repository._statements.append_checked, params)
+    again = repository._driver.execute_query(repository._statements.append_checked, params)
+    stored = [[m.id, first[0].position + i + 1] for i, m in enumerate(batch)]
+    assert won.records[0]["stored"] == stored
+    assert again.records[0]["stored"] == stored
+    repository.append(cid, [UserMessage("someone else")])
+    third = repository._driver.execute_query(repository._statements.append_checked, params)
+    assert third.records[0]["stored"] is None
+    assert third.records[0]["version"] == repository.find_version(cid)
+    assert len(repository.find_by_conversation_id(cid)) == 4
 
 
 def test_label_prefix_keeps_apps_apart(cid: str) -> None:
