@@ -52,6 +52,8 @@ from chatmem.exceptions import MessageDecodeError
 __all__ = [
     "CHAT_MESSAGE_TYPES",
     "CODEC_VERSION",
+    "EVENT_TYPE_PATTERN",
+    "MAX_EVENT_TYPE_LENGTH",
     "AssistantMessage",
     "EventMessage",
     "Media",
