@@ -31,13 +31,14 @@ CONVERSATION_KEY_NAMES: tuple[str, ...] = (
     "msgs",  # hash: position -> encoded message JSON
     "ids",  # hash: message id -> position (idempotency; survives delete_before)
     "log",  # sorted set: every position, scored by position
-    "chat",  # sorted set: non-system positions (windowed reads)
+    "chat",  # sorted set: user, assistant and tool positions (windowed reads)
     "time",  # sorted set: positions scored by created_at in microseconds
     "facets",  # hash: position -> "type<TAB>created_us<TAB>casefolded searchable text"
     "type:system",  # sorted sets of positions, one per message type
     "type:user",
     "type:assistant",
     "type:tool",
+    "type:event",  # written only once the conversation holds an event
 )
 """Suffixes of one conversation's keys, in the order the Lua scripts expect them."""
 

@@ -1,17 +1,18 @@
 """The Lua scripts: each repository call is one of these, run atomically in one round trip.
 
-Conversation keys (KEYS[1..11]) follow :data:`~._schema.CONVERSATION_KEY_NAMES`:
-meta, msgs, ids, log, chat, time, facets, type:system, type:user, type:assistant, type:tool.
-Scripts that also maintain the indexes take KEYS[12] = conversations, KEYS[13] = expiry,
-KEYS[14] = the owner's index. Scripts run on plain Redis 7 (no modules).
+Conversation keys (KEYS[1..12]) follow :data:`~._schema.CONVERSATION_KEY_NAMES`:
+meta, msgs, ids, log, chat, time, facets, type:system, type:user, type:assistant, type:tool,
+type:event. Scripts that also maintain the indexes take KEYS[13] = conversations,
+KEYS[14] = expiry, KEYS[15] = the owner's index. Scripts run on plain Redis 7 (no modules).
 """
 
 from __future__ import annotations
 
 __all__ = [
     "APPEND",
+    "APPEND_CHECKED",
     "DELETE",
-    "DELETE_BEFORE",
+    "DELETE_CHAT",
     "HISTORY",
     "INDEX",
     "LATEST",
@@ -57,7 +58,8 @@ end
 # conversation expires as a whole. The writes are batched: one command per key, not per
 # message (each redis.call from Lua costs about a microsecond on the server).
 _APPEND_BODY = """
-local TYPE_KEY = {system = 8, user = 9, assistant = 10, tool = 11}
+local TYPE_KEY = {system = 8, user = 9, assistant = 10, tool = 11, event = 12}
+local CHAT = {user = true, assistant = true, tool = true}
 local function append(K, A)
   local ttl = tonumber(A[1])
   local cid, owner = A[2], A[3]
@@ -74,11 +76,11 @@ local function append(K, A)
       fresh[#fresh + 1] = m
     end
   end
+  local by_type = {}
   if #fresh > 0 then
     local last = redis.call('HINCRBY', K[1], 'seq', #fresh)
     local pos = last - #fresh
     local id_kv, body_kv, facet_kv, log, time, chat = {}, {}, {}, {}, {}, {}
-    local by_type = {}
     for i = 1, #fresh do
       local m = fresh[i]
       pos = pos + 1
@@ -103,7 +105,7 @@ local function append(K, A)
       end
       typed[#typed + 1] = p
       typed[#typed + 1] = p
-      if kind ~= 'system' then
+      if CHAT[kind] then
         chat[#chat + 1] = p
         chat[#chat + 1] = p
       end
@@ -118,20 +120,30 @@ local function append(K, A)
     for key, typed in pairs(by_type) do each_chunk('ZADD', K[key], typed) end
     if #chat > 0 then each_chunk('ZADD', K[5], chat) end
   end
-  if redis.call('EXISTS', K[1]) == 0 then return out end
-  redis.call('ZADD', K[12], 0, cid)
-  if owner ~= '' then redis.call('ZADD', K[14], 0, cid) end
+  -- The TTL goes on type:event only if the conversation holds events, so an append to a
+  -- conversation without any costs no more commands than before events existed. Something
+  -- was stored (#fresh > 0) only if meta exists, as HINCRBY created it.
+  local has_events
+  if #fresh > 0 then
+    has_events = by_type[12] ~= nil or redis.call('EXISTS', K[12]) == 1
+  else
+    if redis.call('EXISTS', K[1]) == 0 then return out end
+    has_events = redis.call('EXISTS', K[12]) == 1
+  end
+  local last = has_events and 12 or 11
+  redis.call('ZADD', K[13], 0, cid)
+  if owner ~= '' then redis.call('ZADD', K[15], 0, cid) end
   local member = owner .. '\\n' .. cid
   if ttl > 0 then
-    for k = 1, 11 do redis.call('PEXPIRE', K[k], ttl) end
-    redis.call('ZADD', K[13], now_ms() + ttl, member)
+    for k = 1, last do redis.call('PEXPIRE', K[k], ttl) end
+    redis.call('ZADD', K[14], now_ms() + ttl, member)
   else
     -- Without a TTL of our own, keep the one the conversation has, on every key.
     local left = redis.call('PTTL', K[1])
     if left > 0 then
-      for k = 1, 11 do redis.call('PEXPIRE', K[k], left) end
+      for k = 1, last do redis.call('PEXPIRE', K[k], left) end
     else
-      redis.call('ZREM', K[13], member)
+      redis.call('ZREM', K[14], member)
     end
   end
   return out
@@ -141,13 +153,35 @@ end
 APPEND = _PRELUDE + _APPEND_BODY + "return append(KEYS, ARGV)\n"
 """Append; replies ``[batch index, position, ...]`` for the messages newly stored."""
 
+APPEND_CHECKED = (
+    _PRELUDE
+    + _APPEND_BODY
+    + """
+-- The version is the position counter; checked before anything is claimed or touched.
+local expected = tonumber(ARGV[5 * tonumber(ARGV[4]) + 5])
+local version = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
+if version == expected then return append(KEYS, ARGV) end
+local ids = {}
+for m = 1, tonumber(ARGV[4]) do ids[m] = ARGV[5 * m] end
+local out = hmget(KEYS[3], ids)
+table.insert(out, 1, version)
+table.insert(out, 1, 0)
+return out
+"""
+)
+"""Append only at version ARGV[last] (the append's arguments come first).
+
+Replies as APPEND, or ``[0, version, position or nil of each message id]`` if the
+conversation is at another version: nothing is written then. (A batch index is never 0.)
+"""
+
 REPLACE = (
     _PRELUDE
     + _APPEND_BODY
     + """
 -- Positions are never reused: keep the counter across the replacement.
 local seq = redis.call('HGET', KEYS[1], 'seq')
-for k = 1, 11 do redis.call('DEL', KEYS[k]) end
+for k = 1, 12 do redis.call('DEL', KEYS[k]) end
 if seq then redis.call('HSET', KEYS[1], 'seq', seq) end
 return append(KEYS, ARGV)
 """
@@ -155,10 +189,10 @@ return append(KEYS, ARGV)
 """save_all: drop every message, keep the position counter, append the new ones."""
 
 DELETE = """
-for k = 1, 11 do redis.call('DEL', KEYS[k]) end
-redis.call('ZREM', KEYS[12], ARGV[1])
-redis.call('ZREM', KEYS[13], ARGV[2])
-redis.call('ZREM', KEYS[14], ARGV[1])
+for k = 1, 12 do redis.call('DEL', KEYS[k]) end
+redis.call('ZREM', KEYS[13], ARGV[1])
+redis.call('ZREM', KEYS[14], ARGV[2])
+redis.call('ZREM', KEYS[15], ARGV[1])
 return 1
 """
 """Delete a conversation and its index entries. ARGV: id, expiry member."""
@@ -171,7 +205,7 @@ local positions = redis.call('ZREVRANGEBYSCORE', KEYS[1], max, '-inf', 'LIMIT', 
 return with_bodies(KEYS[2], positions, {})
 """
 )
-"""Newest ARGV[2] non-system messages before ARGV[1]. KEYS: chat, msgs. Newest first."""
+"""Newest ARGV[2] chat messages before ARGV[1]. KEYS: chat, msgs. Newest first."""
 
 LATEST = """
 local top = redis.call('ZREVRANGE', KEYS[1], 0, 0)
@@ -197,28 +231,30 @@ if limit == 0 then return out end
 return with_bodies(KEYS[3], redis.call('ZREVRANGE', KEYS[2], 0, limit - 1), out)
 """
 )
-"""The system message and the newest ARGV[1] non-system messages, in one round trip.
+"""The system message and the newest ARGV[1] chat messages, in one round trip.
 
 KEYS: type:system, chat, msgs. Replies ``[system position, body (nil if none), position,
 body, ...]`` with the window newest first.
 """
 
-DELETE_BEFORE = (
+DELETE_CHAT = (
     _PRELUDE
     + """
-local bound = '(' .. ARGV[1]
-local doomed = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', bound)
+local min, max = ARGV[1], ARGV[2]
+local doomed = redis.call('ZRANGEBYSCORE', KEYS[5], min, max)
 if #doomed == 0 then return 0 end
 each_chunk('ZREM', KEYS[4], doomed)
 each_chunk('ZREM', KEYS[6], doomed)
 each_chunk('HDEL', KEYS[2], doomed)
 each_chunk('HDEL', KEYS[7], doomed)
-for k = 9, 11 do redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', bound) end
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', bound)
+for k = 9, 11 do redis.call('ZREMRANGEBYSCORE', KEYS[k], min, max) end
+redis.call('ZREMRANGEBYSCORE', KEYS[5], min, max)
 return #doomed
 """
 )
-"""Delete non-system messages before ARGV[1]; ids stay remembered. KEYS: the eleven."""
+"""Delete the chat messages (user, assistant, tool: the chat set) positioned from ARGV[1]
+to ARGV[2] (score bounds such as ``-inf`` or ``(7``); system messages and events stay, and
+ids stay remembered. KEYS: the twelve. Replies how many were deleted."""
 
 HISTORY = (
     _PRELUDE
@@ -226,7 +262,7 @@ HISTORY = (
 local after, since, till, types = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local has_text, text = ARGV[5] == '1', ARGV[6]
 local limit, budget = tonumber(ARGV[7]), tonumber(ARGV[8])
-local TYPE_KEY = {system = 8, user = 9, assistant = 10, tool = 11}
+local TYPE_KEY = {system = 8, user = 9, assistant = 10, tool = 11, event = 12}
 local wanted = nil
 if types ~= '' then
   wanted = {}
@@ -309,7 +345,7 @@ while true do
 end
 """
 )
-"""find_history. KEYS: the eleven. Replies ``[resume or '', position, body, ...]``."""
+"""find_history. KEYS: the twelve. Replies ``[resume or '', position, body, ...]``."""
 
 INDEX = (
     _PRELUDE

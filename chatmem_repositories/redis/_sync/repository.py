@@ -25,7 +25,7 @@ from chatmem.backend import (
     sleep,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.exceptions import ConfigurationError
+from chatmem.exceptions import ConfigurationError, VersionConflictError
 from chatmem.messages import Message, MessageType, decode_message
 from chatmem.repository import ConversationSummary
 from chatmem_repositories.redis import _scripts
@@ -63,7 +63,8 @@ __all__ = ["RedisChatMemoryRepository"]
 
 T = TypeVar("T")
 
-_TYPE_KEY = {"system": 7, "user": 8, "assistant": 9, "tool": 10}  # index into the eleven keys
+# Index into the twelve conversation keys.
+_TYPE_KEY = {"system": 7, "user": 8, "assistant": 9, "tool": 10, "event": 11}
 _KEY_CACHE_SIZE = 1024  # conversations whose key names are kept (~1.7 kB each)
 
 
@@ -73,6 +74,28 @@ def _stored(reply: list[Any], messages: Sequence[Message]) -> list[StoredMessage
         StoredMessage(as_int(reply[i + 1]), messages[as_int(reply[i]) - 1])
         for i in range(0, len(reply), 2)
     ]
+
+
+def _checked_out(
+    reply: list[Any],
+    conversation_id: str,
+    messages: Sequence[Message],
+    expected_version: int,
+    retried: bool,
+) -> list[StoredMessage]:
+    # An APPEND_CHECKED reply: as APPEND's, or [0, version, position or nil per message] when
+    # the version did not match. A retry finds the version moved by its own earlier attempt
+    # if that attempt was stored but its reply was lost: every id is then stored after the
+    # expected version, which is the success it was.
+    if not reply or as_int(reply[0]) != 0:
+        return _stored(reply, messages)
+    positions = reply[2:]
+    if retried and all(p is not None and as_int(p) > expected_version for p in positions):
+        stored: dict[str, StoredMessage] = {}
+        for message, position in zip(messages, positions, strict=True):
+            stored.setdefault(message.id, StoredMessage(as_int(position), message))
+        return list(stored.values())
+    raise VersionConflictError(conversation_id, expected_version, as_int(reply[1]))
 
 
 def _server_of(client: Redis | RedisCluster) -> str:
@@ -144,7 +167,7 @@ class RedisChatMemoryRepository:
         self._scripts: dict[str, Script] = {
             name: client.register_script(getattr(_scripts, name)) for name in _scripts.__all__
         }
-        # Key names of recent conversations: (its eleven keys, the fourteen an append
+        # Key names of recent conversations: (its twelve keys, the fifteen an append
         # touches, the escaped owner). Building them costs more than a dict lookup.
         self._key_cache: dict[str, tuple[list[str], list[str], str]] = {}
         # A client made by from_url leaves retries to _call, which knows whether a failed
@@ -381,9 +404,24 @@ class RedisChatMemoryRepository:
 
     # -- log capabilities -------------------------------------------------------------------
 
-    def append(self, conversation_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        """Append messages in one atomic script; ids already stored are skipped."""
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
+    ) -> list[StoredMessage]:
+        """Append messages in one atomic script; ids already stored are skipped.
+
+        With ``expected_version``, another script compares it with the position counter
+        first and stores nothing unless they are equal: still one round trip.
+
+        Raises:
+            VersionConflictError: ``expected_version`` is given and is not the conversation's.
+        """
         validate_conversation_id(conversation_id)
+        if expected_version is not None:
+            return self._append_checked(conversation_id, messages, int(expected_version))
         if not messages:
             return []
         reply = self._run(
@@ -394,6 +432,36 @@ class RedisChatMemoryRepository:
             write=True,
         )
         return _stored(reply, messages)
+
+    def _append_checked(
+        self, conversation_id: str, messages: Sequence[Message], expected_version: int
+    ) -> list[StoredMessage]:
+        if not messages:
+            actual = self.find_version(conversation_id)
+            if actual != expected_version:
+                raise VersionConflictError(conversation_id, expected_version, actual)
+            return []
+        keys = self._append_keys(conversation_id)
+        args = [*self._append_args(conversation_id, messages), expected_version]
+        attempts = 0
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            return self._evalsha("APPEND_CHECKED", keys, args)
+
+        reply = self._call("appending", attempt, write=True)
+        return _checked_out(reply, conversation_id, messages, expected_version, attempts > 1)
+
+    def find_version(self, conversation_id: str) -> int:
+        """Return the conversation's version, its position counter: 0 if it holds nothing.
+
+        The counter is ``seq`` in the meta hash (one ``HGET``); it goes with the
+        conversation when it is deleted or expires.
+        """
+        meta = self._conversation_keys(conversation_id)[0]
+        seq = self._call("reading the version", lambda: self._client.hget(meta, "seq"))
+        return 0 if seq is None else as_int(seq)
 
     def append_many(
         self, batches: Iterable[tuple[str, Sequence[Message]]]
@@ -455,7 +523,10 @@ class RedisChatMemoryRepository:
     def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
-        """Return the newest ``limit`` non-system messages, oldest first (one round trip)."""
+        """Return the newest ``limit`` user, assistant and tool messages, oldest first.
+
+        One round trip; system messages and events are left out.
+        """
         keys = self._conversation_keys(conversation_id)
         check_limit(limit)
         if limit == 0:
@@ -467,7 +538,7 @@ class RedisChatMemoryRepository:
     def find_window(
         self, conversation_id: str, limit: int
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
-        """Return the system message and the newest ``limit`` non-system messages.
+        """Return the system message and the newest ``limit`` chat messages.
 
         One script, so one round trip: the same answer as ``find_system_message`` plus
         ``find_recent(limit)``, which cost two. The window is oldest first.
@@ -554,11 +625,26 @@ class RedisChatMemoryRepository:
         return found[:limit]
 
     def delete_before(self, conversation_id: str, position: Position) -> int:
-        """Delete non-system messages positioned before ``position`` (one script)."""
+        """Delete user, assistant and tool messages positioned before ``position`` (one script).
+
+        System messages and events are kept.
+        """
         keys = self._conversation_keys(conversation_id)
-        deleted = self._run(
-            "deleting old messages", "DELETE_BEFORE", keys, [position_arg(position)], write=True
-        )
+        bounds = ["-inf", "(" + position_arg(position)]
+        deleted = self._run("deleting old messages", "DELETE_CHAT", keys, bounds, write=True)
+        return as_int(deleted)
+
+    def delete_between(
+        self, conversation_id: str, after: Position | None, through: Position
+    ) -> int:
+        """Delete user, assistant and tool messages positioned in ``(after, through]``.
+
+        One script; system messages and events are kept, ids stay remembered.
+        """
+        keys = self._conversation_keys(conversation_id)
+        low = "-inf" if after is None else "(" + position_arg(after)
+        bounds = [low, position_arg(through)]
+        deleted = self._run("deleting messages", "DELETE_CHAT", keys, bounds, write=True)
         return as_int(deleted)
 
     def purge_expired(self) -> int:
