@@ -455,7 +455,9 @@ class AsyncRedisChatMemoryRepository:
             return await self._evalsha("APPEND_CHECKED", keys, args)
 
         reply = await self._call("appending", attempt, write=True)
-        return _checked_out(reply, conversation_id, messages, expected_version, attempts > 1)
+        # A client that retries by itself may have sent the script twice as well.
+        retried = attempts > 1 or self._client_retries
+        return _checked_out(reply, conversation_id, messages, expected_version, retried)
 
     async def find_version(self, conversation_id: str) -> int:
         """Return the conversation's version, its position counter: 0 if it holds nothing.

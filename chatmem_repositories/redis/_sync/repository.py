@@ -451,7 +451,9 @@ class RedisChatMemoryRepository:
             return self._evalsha("APPEND_CHECKED", keys, args)
 
         reply = self._call("appending", attempt, write=True)
-        return _checked_out(reply, conversation_id, messages, expected_version, attempts > 1)
+        # A client that retries by itself may have sent the script twice as well.
+        retried = attempts > 1 or self._client_retries
+        return _checked_out(reply, conversation_id, messages, expected_version, retried)
 
     def find_version(self, conversation_id: str) -> int:
         """Return the conversation's version, its position counter: 0 if it holds nothing.
