@@ -19,8 +19,14 @@ from typing import Any
 
 from chatmem.backend import Position, StoredMessage, VectorDocument, VectorFilter, check_identifier
 from chatmem.exceptions import ConfigurationError
-from chatmem.messages import Message, SystemMessage, decode_message, encode_message
-from chatmem_repositories.cassandra._schema import CHAT, CLAIMS, SYSTEM
+from chatmem.messages import (
+    EventMessage,
+    Message,
+    SystemMessage,
+    decode_message,
+    encode_message,
+)
+from chatmem_repositories.cassandra._schema import CHAT, CLAIMS, EVENTS, SYSTEM
 
 __all__ = [
     "CLAIM_POSITION",
@@ -140,7 +146,9 @@ def decode_cursor(cursor: str, buckets: int) -> tuple[int, str]:
 
 def section_of(message: Message) -> str:
     """Return the section a message is stored in."""
-    return SYSTEM if isinstance(message, SystemMessage) else CHAT
+    if isinstance(message, SystemMessage):
+        return SYSTEM
+    return EVENTS if isinstance(message, EventMessage) else CHAT
 
 
 def message_rows(
@@ -155,11 +163,11 @@ def message_rows(
     """Return the statements that store messages at ``first``, ``first + 1``, and so on.
 
     They claim the ids, write the rows and the static columns (at least ``touched``) and
-    set the counter to the position after the last message. For an append, only if the
-    counter still is ``expected`` and no id is claimed yet. With ``replace`` (``save_all``,
-    whose batch also clears the partition) the claims are plain and the counter is set
-    whatever it was. Either way the batch is conditional, so Paxos orders it. The caller
-    adds the liveness cell when the repository has a TTL.
+    set the counter to the position after the last message, only if the counter still is
+    ``expected``: the batch is conditional, so Paxos orders it. For an append, also only if
+    no id is claimed yet; with ``replace`` (``save_all``, whose batch also clears the
+    partition) the claims are plain. The caller adds the liveness cell when the repository
+    has a TTL.
     """
     claim = "claim_plain" if replace else "claim"
     positions = range(first, first + len(messages))
@@ -192,10 +200,7 @@ def message_rows(
     elif owner is not None:
         head, suffix = (owner,), "_owner"
     after = first + len(messages)
-    if replace:
-        items.append(("restart" + suffix, (*head, after, conversation_id)))
-    else:
-        items.append(("advance" + suffix, (*head, after, conversation_id, expected)))
+    items.append(("advance" + suffix, (*head, after, conversation_id, expected)))
     return items
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from chatmem.backend import check_identifier
 from chatmem.exceptions import ConfigurationError
-from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, Cql
+from chatmem_repositories.cassandra._schema import MESSAGE_SECTIONS, Cql
 
 __all__ = ["VectorCql", "statements", "summary_statements"]
 
@@ -124,6 +124,7 @@ def statements(cql: Cql) -> dict[str, str]:
         cql: The keyspace and table names.
     """
     m, c = cql.messages, cql.conversations
+    sections = ", ".join(f"'{section}'" for section in MESSAGE_SECTIONS)
     insert = (
         f"INSERT INTO {m} (conversation_id, section, position, message_id, type,"
         " created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -140,9 +141,9 @@ def statements(cql: Cql) -> dict[str, str]:
     columns = "position, type, data, alive, next_position"
     window = f"SELECT {columns} FROM {m} WHERE conversation_id = ? AND section = ?"
     # The counter and the partition's other static columns, in one statement of the batch:
-    # appends advance the counter from the value they expect, save_all sets it. Bound
-    # values: the head's own (owner; owner, system position and data), then the new
-    # counter, the conversation id and, for an append, the expected counter.
+    # appends and save_all advance the counter from the value they expect. Bound values:
+    # the head's own (owner; owner, system position and data), then the new counter, the
+    # conversation id and the expected counter.
     heads = {
         "": "",
         "_owner": "owner = ?, ",
@@ -152,7 +153,6 @@ def statements(cql: Cql) -> dict[str, str]:
     for suffix, head in heads.items():
         update = f"UPDATE {m} SET {head}touched = true, next_position = ? WHERE conversation_id = ?"
         counters["advance" + suffix] = update + " IF next_position = ?"
-        counters["restart" + suffix] = update + always
     return {
         "claim": claim + " IF NOT EXISTS",
         "claim_plain": claim,
@@ -176,10 +176,10 @@ def statements(cql: Cql) -> dict[str, str]:
         "recent": window + " LIMIT ?",
         "recent_before": window + " AND position < ? LIMIT ?",
         "forward": window + " AND position > ? ORDER BY section DESC, position ASC LIMIT ?",
-        # Both message sections in one query (system rows first, then chat rows, each
-        # by position), so a history read of one page never straddles a write.
-        "forward_both": f"SELECT section, {columns} FROM {m} WHERE conversation_id = ?"
-        f" AND section IN ('{CHAT}', '{SYSTEM}') AND position > ?"
+        # Every message section in one query (system rows first, then events, then chat
+        # rows, each by position), so a history read of one page never straddles a write.
+        "forward_all": f"SELECT section, {columns} FROM {m} WHERE conversation_id = ?"
+        f" AND section IN ({sections}) AND position > ?"
         " ORDER BY section DESC, position ASC LIMIT ?",
         # The whole partition, head first: the chat section (newest first), then claims
         # and system rows; every row carries the static columns.
@@ -190,16 +190,23 @@ def statements(cql: Cql) -> dict[str, str]:
         f" alive, next_position FROM {m} WHERE conversation_id = ?",
         "count_before": f"SELECT COUNT(*) FROM {m} WHERE conversation_id = ?"
         " AND section = ? AND position < ?",
-        # The messages of both sections, counted by the server, with the liveness cell
+        "count_between": f"SELECT COUNT(*) FROM {m} WHERE conversation_id = ?"
+        " AND section = ? AND position > ? AND position <= ?",
+        # The version: the counter, with the liveness cell to tell an expired life.
+        "version": f"SELECT DISTINCT conversation_id, next_position, alive FROM {m}"
+        " WHERE conversation_id = ?",
+        # The messages of every section, counted by the server, with the liveness cell
         # (static: the same on every row) to tell an expired life's rows from live ones.
         # COUNT(position), not COUNT(*): with only static columns named, Cassandra refuses
         # the restriction on the section.
         "count": f"SELECT COUNT(position) AS count, alive FROM {m} WHERE conversation_id = ?"
-        f" AND section IN ('{CHAT}', '{SYSTEM}')",
+        f" AND section IN ({sections})",
         # Only in conditional batches, which give them the ballot's timestamp.
         "clear": f"DELETE FROM {m} WHERE conversation_id = ?",
         "clear_before": f"DELETE FROM {m} WHERE conversation_id = ? AND section = ?"
         " AND position < ?",
+        "clear_between": f"DELETE FROM {m} WHERE conversation_id = ? AND section = ?"
+        " AND position > ? AND position <= ?",
         # An expired life's data, at the timestamp of its last write (a past ballot's).
         "drop": f"DELETE FROM {m} USING TIMESTAMP ? WHERE conversation_id = ?",
         "unlist": f"DELETE FROM {c} USING TIMESTAMP ? WHERE scope = ? AND bucket = ?"

@@ -3,21 +3,27 @@
 One partition per conversation in the messages table. Its rows are grouped by ``section``,
 the first clustering column, so each kind of read is one slice of one partition:
 
-- ``'c'``: non-system messages, newest first: the window read is ``LIMIT n``;
+- ``'c'``: user, assistant and tool messages, newest first: the window read is ``LIMIT n``;
+- ``'e'``: events (:class:`~chatmem.messages.EventMessage`), kept out of the window reads;
 - ``'s'``: system messages (kept as history; the current one is also in static columns);
 - ``'i'``: one claim row per message id, at a fixed position, for idempotent appends.
+
+Positions are shared by the three message sections; a history read merges them.
 
 Positions are integers from the static counter ``next_position``. Claims, messages and the
 counter share a partition so an append is one conditional batch: the claims'
 ``IF NOT EXISTS``, the counter's ``IF next_position = ?`` and the message rows commit
-together or not at all.
+together or not at all. The counter is also the conversation's version (the last position
+handed out, ``next_position - 1``): a version-checked append states the counter it requires
+instead of the one it guesses, and ``save_all`` carries the counter on, so a version never
+goes back while the conversation lives.
 
 Every write to a conversation's partition goes through Paxos: appends, ``save_all`` and both
 deletes are conditional batches. Cassandra stamps the writes of a conditional batch with its
 Paxos ballot's timestamp (its deletions with one less), and ballots on a partition only grow,
 so a delete removes exactly what was written before it, whatever the client's clock says.
 CQL refuses ``IF`` on a partition or range ``DELETE``, so the deletes ride in a batch with a
-conditional statement on a static column (``forget``, ``restart``, ``mark``); the statements
+conditional statement on a static column (``forget``, ``advance``, ``mark``); the statements
 meant for such batches (``clear``, ``clear_before``) carry no timestamp of their own.
 
 The tables carry a layout version in their names (``messages_v2``, ``conversations_v2``):
@@ -49,6 +55,8 @@ from dataclasses import dataclass
 __all__ = [
     "CHAT",
     "CLAIMS",
+    "EVENTS",
+    "MESSAGE_SECTIONS",
     "SUMMARY_COLUMNS",
     "SYSTEM",
     "TRACKED",
@@ -57,9 +65,13 @@ __all__ = [
 ]
 
 CHAT = "c"
-"""Section of non-system messages."""
+"""Section of user, assistant and tool messages."""
+EVENTS = "e"
+"""Section of events."""
 SYSTEM = "s"
 """Section of system messages."""
+MESSAGE_SECTIONS = (SYSTEM, EVENTS, CHAT)
+"""The sections that hold messages, in the order of ``ORDER BY section DESC``."""
 CLAIMS = "i"
 """Section of message-id claims."""
 TRACKED = "~"

@@ -20,6 +20,7 @@ from chatmem.backend import (
     unique_by_id,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
+from chatmem.exceptions import VersionConflictError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
 from chatmem_repositories.cassandra._async.conditional import (
@@ -29,12 +30,10 @@ from chatmem_repositories.cassandra._async.conditional import (
 from chatmem_repositories.cassandra._async.summaries import AsyncSummaries
 from chatmem_repositories.cassandra._codec import (
     CLAIM_POSITION,
-    FIRST_POSITION,
     MAX_LIMIT,
     decode_cursor,
     encode_cursor,
     listing_bucket,
-    message_rows,
     parse_position,
     stored,
 )
@@ -52,7 +51,14 @@ from chatmem_repositories.cassandra._options import (
     check_identifier,
     parse_url,
 )
-from chatmem_repositories.cassandra._schema import CHAT, SYSTEM, TRACKED, Cql
+from chatmem_repositories.cassandra._schema import (
+    CHAT,
+    EVENTS,
+    MESSAGE_SECTIONS,
+    SYSTEM,
+    TRACKED,
+    Cql,
+)
 
 __all__ = ["AsyncCassandraChatMemoryRepository"]
 
@@ -209,9 +215,9 @@ class AsyncCassandraChatMemoryRepository:
     async def count_messages(self, conversation_id: str) -> int:
         """Return how many messages the conversation holds (0 if none or expired).
 
-        One ``SELECT COUNT(position)`` of the partition's chat and system rows (not the id
-        claims), counted by the server; with a TTL, an expired life's rows (not yet
-        dropped) count as none.
+        One ``SELECT COUNT(position)`` of the partition's message rows (chat, events and
+        system messages; not the id claims), counted by the server; with a TTL, an expired
+        life's rows (not yet dropped) count as none.
         """
         validate_conversation_id(conversation_id)
         db = await self._ready()
@@ -223,9 +229,11 @@ class AsyncCassandraChatMemoryRepository:
     async def save_all(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Replace a conversation's messages in one conditional batch.
 
-        The batch clears the partition and writes the new messages at positions from 1, with
-        the counter after them. Paxos orders it with the appends, so it replaces exactly the
-        messages appended before it, whatever this process's clock says.
+        The batch clears the partition and writes the new messages at the positions after
+        the last one handed out, with the counter after them, ``IF`` the counter is the one
+        this process last saw (a stale guess costs one more round), so positions are never
+        reused and the version grows. Paxos orders it with the appends, so it replaces
+        exactly the messages appended before it, whatever this process's clock says.
         """
         validate_conversation_id(conversation_id)
         if not messages:
@@ -233,17 +241,8 @@ class AsyncCassandraChatMemoryRepository:
             return
         db = await self._ready()
         unique = unique_by_id(messages)
-        owner = owner_of(conversation_id)
-        # Cassandra gives the partition deletion the ballot's timestamp minus one and the new
-        # rows the ballot's own, so the new rows survive it.
-        items: list[tuple[str, Sequence[Any]]] = [("clear", (conversation_id,))]
-        items += message_rows(conversation_id, owner, unique, FIRST_POSITION, None, replace=True)
-        if self._ttl:
-            items.append(("live_plain", (self._writes.cell_ttl, conversation_id)))
         async with self._writes.locks.hold(conversation_id):
-            self._next.set(conversation_id, None)  # unknown until the batch is acknowledged
-            await self._writes.in_order(db, items, self._writes.listing(db, conversation_id))
-            self._next.set(conversation_id, FIRST_POSITION + len(unique))
+            await self._writes.replace(db, conversation_id, unique)
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
         """Delete a conversation and its listing rows; unknown ids are ignored.
@@ -268,7 +267,11 @@ class AsyncCassandraChatMemoryRepository:
     # -- log capabilities ---------------------------------------------------------------------
 
     async def append(
-        self, conversation_id: str, messages: Sequence[Message]
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
     ) -> list[StoredMessage]:
         """Append messages in one conditional batch; ids already stored are skipped.
 
@@ -284,22 +287,60 @@ class AsyncCassandraChatMemoryRepository:
         With a TTL the batch also re-writes the liveness cell ``IF alive = true``. The first
         append of a conversation finds it unset and sends a second batch ``IF alive = null``
         that starts the conversation; after an expiry, the expired data is deleted first.
+
+        With ``expected_version`` the counter condition is the version's (``IF next_position
+        = <version + 1>``, or unset for version 0) instead of the last value seen: the same
+        one batch, which stores nothing when the conversation moved on.
+
+        Raises:
+            VersionConflictError: The conversation is not at ``expected_version``; nothing
+                was stored.
         """
         validate_conversation_id(conversation_id)
         pending = unique_by_id(messages)
+        if expected_version is not None:
+            return await self._append_checked(conversation_id, pending, expected_version)
         if not pending:
             return []
         db = await self._ready()
         async with self._writes.locks.hold(conversation_id):
             return await self._writes.append(db, conversation_id, pending)
 
+    async def _append_checked(
+        self, conversation_id: str, pending: list[Message], version: int
+    ) -> list[StoredMessage]:
+        if not pending:  # nothing to store: the version is only checked
+            actual = await self.find_version(conversation_id)
+            if actual != version:
+                raise VersionConflictError(conversation_id, version, actual)
+            return []
+        db = await self._ready()
+        async with self._writes.locks.hold(conversation_id):
+            return await self._writes.append_checked(db, conversation_id, pending, version)
+
+    async def find_version(self, conversation_id: str) -> int:
+        """Return the conversation's version: the last position handed out, or 0.
+
+        One single-row read of the partition's static counter (``next_position - 1``); 0
+        when the conversation does not exist or, with a TTL, has expired. Every append that
+        stores something and every ``save_all`` advance it; the deletes of messages keep it.
+        """
+        validate_conversation_id(conversation_id)
+        db = await self._ready()
+        rows = await db.execute(db.bind("version", (conversation_id,)))
+        if not rows or self._expired(rows) or rows[0]["next_position"] is None:
+            return 0
+        self._next.observe(conversation_id, rows[0]["next_position"])
+        return int(rows[0]["next_position"]) - 1
+
     async def find_window(
         self, conversation_id: str, limit: int
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
-        """Return the system message and the newest ``limit`` non-system messages.
+        """Return the system message and the newest ``limit`` user, assistant and tool messages.
 
         One query: the head of the partition is the chat section, newest first, and every
-        row carries the static columns that hold the current system message. The same
+        row carries the static columns that hold the current system message (events, in
+        their own section, are never part of the window). The same
         answer as ``find_system_message`` plus ``find_recent(limit)``, in one round trip.
         """
         validate_conversation_id(conversation_id)
@@ -319,7 +360,10 @@ class AsyncCassandraChatMemoryRepository:
     async def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
-        """Return the newest ``limit`` non-system messages, oldest first (one slice)."""
+        """Return the newest ``limit`` user, assistant and tool messages, oldest first.
+
+        One slice of the chat section: system messages and events are kept in their own.
+        """
         validate_conversation_id(conversation_id)
         check_limit(limit)
         cutoff = None if before is None else parse_position(before)
@@ -347,7 +391,7 @@ class AsyncCassandraChatMemoryRepository:
         """Return the newest message of one type, walking back from the newest."""
         validate_conversation_id(conversation_id)
         wanted = MessageType(message_type)
-        section = SYSTEM if wanted is MessageType.SYSTEM else CHAT
+        section = {MessageType.SYSTEM: SYSTEM, MessageType.EVENT: EVENTS}.get(wanted, CHAT)
         cutoff = None
         while True:
             rows = await self._slice_back(conversation_id, section, cutoff, _PAGE)
@@ -407,25 +451,35 @@ class AsyncCassandraChatMemoryRepository:
         return await self._scan_forward(conversation_id, start, limit, keep)
 
     async def delete_before(self, conversation_id: str, position: Position) -> int:
-        """Delete non-system messages positioned before ``position``.
+        """Delete user, assistant and tool messages positioned before ``position``.
 
         Counts them, then deletes the range in a conditional batch that Paxos orders with
         the appends, so messages appended after it stay even when ``position`` is past
         the newest message, whatever this process's clock says. The batch applies only
         while the conversation exists (with a TTL, while it is alive); otherwise nothing
         is deleted and 0 is returned. The count is the one made just before the delete.
+        System messages and events, in their own sections, are kept; so are the id claims.
         """
         validate_conversation_id(conversation_id)
         cutoff = parse_position(position)
-        db = await self._ready()
-        rows = await db.execute(db.bind("count_before", (conversation_id, CHAT, cutoff)))
-        count = int(rows[0]["count"]) if rows else 0
-        if not count:
+        return await self._delete_chat(conversation_id, "_before", (cutoff,))
+
+    async def delete_between(
+        self, conversation_id: str, after: Position | None, through: Position
+    ) -> int:
+        """Delete user, assistant and tool messages positioned in ``(after, through]``.
+
+        One range of the chat section, counted and then deleted like ``delete_before``'s
+        (a conditional batch, so Paxos orders it with the appends). System messages and
+        events are in their own sections and stay; the current system message's static
+        columns and the id claims are untouched, and the counter (the version) is kept.
+        """
+        validate_conversation_id(conversation_id)
+        low = CLAIM_POSITION if after is None else parse_position(after)
+        high = parse_position(through)
+        if high <= low:
             return 0
-        exists = "mark_live" if self._ttl else "mark"
-        items = [("clear_before", (conversation_id, CHAT, cutoff)), (exists, (conversation_id,))]
-        result = await self._writes.in_order(db, items)
-        return count if result and result[0].get("[applied]") else 0
+        return await self._delete_chat(conversation_id, "_between", (low, high))
 
     async def purge_expired(self) -> int:
         """Delete the data of conversations whose TTL has passed.
@@ -510,6 +564,19 @@ class AsyncCassandraChatMemoryRepository:
 
     # -- helpers ---------------------------------------------------------------------------------
 
+    async def _delete_chat(self, conversation_id: str, bounds: str, values: tuple[int, ...]) -> int:
+        """Count, then delete, one range of the chat section (``bounds``: its statements)."""
+        db = await self._ready()
+        key = (conversation_id, CHAT, *values)
+        rows = await db.execute(db.bind("count" + bounds, key))
+        count = int(rows[0]["count"]) if rows else 0
+        if not count:
+            return 0
+        exists = "mark_live" if self._ttl else "mark"
+        items = [("clear" + bounds, key), (exists, (conversation_id,))]
+        result = await self._writes.in_order(db, items)
+        return count if result and result[0].get("[applied]") else 0
+
     def _expired(self, rows: Sequence[Row]) -> bool:
         """Whether rows (each carrying the static columns) belong to an expired life."""
         return bool(self._ttl) and bool(rows) and rows[0].get("alive") is None
@@ -527,27 +594,26 @@ class AsyncCassandraChatMemoryRepository:
     async def _scan_forward(
         self, conversation_id: str, after: int | None, limit: int, keep: Any
     ) -> list[StoredMessage]:
-        """Merge the chat and system sections in position order, from ``after`` on.
+        """Merge the message sections in position order, from ``after`` on.
 
-        The first page of both sections is one query: a single-partition read is isolated
+        The first page of every section is one query: a single-partition read is isolated
         from a single-partition batch, so a history that fits in it is never seen with
         part of an append or a delete. Longer histories are read a page at a time.
         """
         db = await self._ready()
         start = CLAIM_POSITION if after is None else after
-        rows = await db.execute(db.bind("forward_both", (conversation_id, start, _PAGE)))
+        rows = await db.execute(db.bind("forward_all", (conversation_id, start, _PAGE)))
         if self._expired(rows):
             return []
-        buffers = {s: [row for row in rows if row["section"] == s] for s in (CHAT, SYSTEM)}
+        buffers = {s: [row for row in rows if row["section"] == s] for s in MESSAGE_SECTIONS}
         cursors = {s: buffers[s][-1]["position"] if buffers[s] else start for s in buffers}
-        done: set[str] = set()
-        if len(rows) < _PAGE:
-            done = {CHAT, SYSTEM}
-        elif rows[-1]["section"] == CHAT:
-            done = {SYSTEM}  # the page ended in the chat rows, after every system row
+        done: set[str] = set(MESSAGE_SECTIONS)
+        if len(rows) == _PAGE:
+            # The page is in section order: the sections before the one it ended in are whole.
+            done = set(MESSAGE_SECTIONS[: MESSAGE_SECTIONS.index(rows[-1]["section"])])
         found: list[StoredMessage] = []
         while len(found) < limit:
-            for section in (CHAT, SYSTEM):
+            for section in MESSAGE_SECTIONS:
                 if not buffers[section] and section not in done:
                     rows = await db.execute(
                         db.bind("forward", (conversation_id, section, cursors[section], _PAGE))
@@ -559,7 +625,7 @@ class AsyncCassandraChatMemoryRepository:
                         done.add(section)
                     if rows:
                         cursors[section] = rows[-1]["position"]
-            heads = [s for s in (CHAT, SYSTEM) if buffers[s]]
+            heads = [s for s in MESSAGE_SECTIONS if buffers[s]]
             if not heads:
                 break
             section = min(heads, key=lambda s: buffers[s][0]["position"])

@@ -3,8 +3,9 @@
 """The conditional batches every Cassandra write is: ordered by Paxos, not by clocks.
 
 An append claims its message ids and advances the conversation's position counter in one
-conditional batch; ``save_all`` and the deletes are conditional batches too, so Paxos orders
-every write to a conversation's partition (see ``_schema`` and ``docs/backends/cassandra.md``).
+conditional batch (a version-checked append requires a counter instead of guessing it);
+``save_all`` and the deletes are conditional batches too, so Paxos orders every write to a
+conversation's partition (see ``_schema`` and ``docs/backends/cassandra.md``).
 This module sends them, re-sends them when another writer won the round, and keeps the
 process-local state that saves round trips: the last known counter of each conversation and
 a lock per conversation for this process's own appends.
@@ -22,7 +23,7 @@ from typing import Any
 
 from chatmem.backend import Lock, StoredMessage, sleep
 from chatmem.conversation_ids import owner_of
-from chatmem.exceptions import RepositoryError, RepositoryTimeoutError
+from chatmem.exceptions import RepositoryError, RepositoryTimeoutError, VersionConflictError
 from chatmem.messages import Message
 from chatmem_repositories.cassandra._codec import (
     FIRST_POSITION,
@@ -46,6 +47,16 @@ def listing_scope(owner: str | None) -> str:
 def _static(rows: Sequence[Row], column: str) -> Any:
     """Return a static column from rows that each carry it (``None`` if no row does)."""
     return next((row[column] for row in rows if row.get(column) is not None), None)
+
+
+def _claims(rows: Sequence[Row]) -> dict[str, int | None]:
+    """Return the ids a rejected batch found claimed, with the positions they hold."""
+    return {row["message_id"]: row.get("claimed") for row in rows if row.get("message_id")}
+
+
+def _holds(stored: Sequence[StoredMessage], claims: dict[str, Any], moved: bool) -> bool:
+    """Whether the counter ``moved`` past messages whose ids are claimed at their positions."""
+    return moved and all(claims.get(s.message.id) == s.position for s in stored)
 
 
 class ConversationLocks:
@@ -166,6 +177,145 @@ class ConditionalWrites:
                     backend=BACKEND,
                 )
             races += moved
+            self.back_off(races)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def append_checked(
+        self, db: SessionAdapter, conversation_id: str, pending: list[Message], version: int
+    ) -> list[StoredMessage]:
+        """Append messages not yet stored, only while the conversation is at ``version``.
+
+        The batch is the one :meth:`append` sends, with the counter it requires (``version +
+        1``, or unset for version 0) as its condition instead of the last one seen, so the
+        version check costs no round trip of its own: the batch applies whole, or stores
+        nothing and answers with the current counter. With a TTL, version 0 also holds for
+        an expired conversation, whose data is deleted before it starts anew.
+
+        The caller holds the conversation's lock (:attr:`locks`).
+
+        Raises:
+            VersionConflictError: The conversation is not at ``version``; nothing was stored.
+            RepositoryError: If the partition stayed contended for ``patience`` seconds.
+        """
+        required = None if version == 0 else version + 1
+        first = FIRST_POSITION if required is None else required
+        mode = None
+        if self.ttl:
+            mode = "revive" if required is None else "live"
+        # A contended round that timed out may have applied: its retry then finds the
+        # counter moved past this batch's own positions, with its ids claimed at them.
+        uncertain = False
+        deadline = time.monotonic() + self.patience
+        for attempt in itertools.count():
+            self._keep_trying(attempt, deadline)
+            stored = [StoredMessage(first + i, m) for i, m in enumerate(pending)]
+            result = self._send_checked(
+                db, conversation_id, pending, first, required, mode, attempt
+            )
+            if result is None:
+                uncertain = True
+                continue
+            if result and result[0].get("[applied]"):
+                self.next.set(conversation_id, first + len(pending))
+                return stored
+            current = _static(result, "next_position")
+            self.next.set(conversation_id, current)
+            claims = _claims(result)
+            if uncertain and _holds(stored, claims, current == first + len(pending)):
+                return stored  # the timed-out round applied
+            alive = mode is None or any(row.get("alive") for row in result)
+            actual = 0 if current is None or not alive else current - 1
+            if actual != version:
+                raise VersionConflictError(conversation_id, version, actual)
+            if not alive:
+                # Version 0 and not alive: an expired life is in the way; start anew.
+                if any(row.get("touched") for row in result):
+                    self.drop_expired(db, conversation_id)
+                continue
+            if mode == "revive":
+                mode = "live"  # another writer started it and stored nothing yet
+                continue
+            pending = [m for m in pending if m.id not in claims]
+            if not pending:
+                return []
+            if not claims:
+                raise RepositoryError(
+                    "Cassandra rejected the append without naming a stored message id",
+                    backend=BACKEND,
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _keep_trying(self, attempt: int, deadline: float) -> None:
+        """Raise once a version-checked append has re-sent for ``patience`` seconds."""
+        if attempt and time.monotonic() > deadline:
+            raise RepositoryError(
+                f"Cassandra did not apply the append within {self.patience:g} s"
+                f" ({attempt} attempts): the partition stayed contended",
+                backend=BACKEND,
+            )
+
+    def _send_checked(
+        self,
+        db: SessionAdapter,
+        conversation_id: str,
+        pending: list[Message],
+        first: int,
+        required: int | None,
+        mode: str | None,
+        attempt: int,
+    ) -> list[Row] | None:
+        """Send one attempt of a version-checked append (see :meth:`send_conditional`)."""
+        items = message_rows(conversation_id, owner_of(conversation_id), pending, first, required)
+        if mode is not None:
+            items.append((mode, (self.cell_ttl, conversation_id)))
+        # As in append: a conversation known to exist was listed by the append that started it.
+        listed = not self.ttl and required is not None
+        alongside = [] if listed else [self.listing(db, conversation_id)]
+        return self.send_conditional(db, items, alongside, attempt)
+
+    def replace(self, db: SessionAdapter, conversation_id: str, messages: list[Message]) -> None:
+        """Replace a conversation's messages, at positions after every position it had.
+
+        One conditional batch clears the partition and writes the messages from the counter
+        on, ``IF next_position = <the value this process last saw>``, so the version keeps
+        growing; a stale guess costs one more round, with the counter the batch answered.
+        The caller holds the conversation's lock (:attr:`locks`).
+
+        Raises:
+            RepositoryError: If other writers kept taking the next position for
+                ``patience`` seconds.
+            RepositoryTimeoutError: The last attempt's, when the partition stayed contended
+                for ``patience`` seconds (whether that attempt applied is unknown).
+        """
+        owner = owner_of(conversation_id)
+        expected = self.next.get(conversation_id)
+        self.next.set(conversation_id, None)  # unknown until the batch is acknowledged
+        races = 0
+        deadline = time.monotonic() + self.patience
+        for attempt in itertools.count():
+            last = time.monotonic() > deadline
+            first = FIRST_POSITION if expected is None else expected
+            # Cassandra gives the partition deletion the ballot's timestamp minus one and
+            # the new rows the ballot's own, so the new rows survive it.
+            items: list[tuple[str, Sequence[Any]]] = [("clear", (conversation_id,))]
+            items += message_rows(conversation_id, owner, messages, first, expected, replace=True)
+            if self.ttl:
+                items.append(("live_plain", (self.cell_ttl, conversation_id)))
+            listing = self.listing(db, conversation_id)
+            result = self.send_conditional(db, items, [listing], attempt, last=last)
+            if result is None:
+                continue
+            if result and result[0].get("[applied]"):
+                self.next.set(conversation_id, first + len(messages))
+                return
+            if last:
+                raise RepositoryError(
+                    f"Cassandra did not apply the replacement within {self.patience:g} s"
+                    f" ({attempt + 1} attempts): other writers kept taking the next position",
+                    backend=BACKEND,
+                )
+            expected = _static(result, "next_position")
+            races += 1
             self.back_off(races)
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -154,9 +154,10 @@ def test_positions_are_integers_from_one(url: str) -> None:
         # A position passed back as its decimal string is accepted too.
         older = repository.find_recent(conversation, 5, before="3")
         assert _texts(s.message for s in older) == ["u"]
+        # save_all carries the counter on: positions are never handed out twice.
         repository.save_all(conversation, [UserMessage("x"), AssistantMessage("y")])
-        assert [s.position for s in repository.find_history(conversation)] == [1, 2]
-        assert [s.position for s in repository.append(conversation, [UserMessage("z")])] == [3]
+        assert [s.position for s in repository.find_history(conversation)] == [4, 5]
+        assert [s.position for s in repository.append(conversation, [UserMessage("z")])] == [6]
         repository.delete_by_conversation_id(conversation)
         assert [s.position for s in repository.append(conversation, [UserMessage("new")])] == [1]
         repository.delete_by_conversation_id(conversation)
@@ -759,7 +760,7 @@ def test_a_deleter_whose_clock_is_ahead_removes_no_later_append(url: str, flavou
             repository.append(conversation, [UserMessage("after")])[0].position
             for conversation in (deleted, replaced, trimmed)
         ]
-        assert after == [1, 2, 3]
+        assert after == [1, 4, 3]  # save_all carried the counter on, from "x" at 3
         assert _texts(repository.find_by_conversation_id(deleted)) == ["after"]
         assert _texts(repository.find_by_conversation_id(replaced)) == ["x", "after"]
         assert _texts(repository.find_by_conversation_id(trimmed)) == ["after"]
@@ -790,12 +791,13 @@ def test_a_deleter_whose_clock_is_behind_removes_every_earlier_append(
         assert repository.find_window(deleted, 10) == (None, [])
         assert _texts(repository.find_by_conversation_id(replaced)) == ["x"]
         assert _texts(repository.find_by_conversation_id(trimmed)) == ["c"]
-        # The counters went with the deleted messages (or stayed, for delete_before).
+        # The counter went with the deleted conversation; save_all carried it on ("x" at
+        # 4) and delete_before kept it.
         after = [
             repository.append(conversation, [UserMessage("d")])[0].position
             for conversation in (deleted, replaced, trimmed)
         ]
-        assert after == [1, 2, 4]
+        assert after == [1, 5, 4]
         assert _texts(repository.find_by_conversation_id(replaced)) == ["x", "d"]
         for conversation in (deleted, replaced, trimmed):
             repository.delete_by_conversation_id(conversation)
