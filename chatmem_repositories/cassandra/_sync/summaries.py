@@ -4,9 +4,9 @@
 
 The summary (``summary``, ``summary_covers``, ``summary_version``) lives in the partition of
 the conversation it summarizes, so every write that removes the partition removes it too:
-``delete_by_conversation_id``, ``save_all`` (whose positions start again at 1, so a summary
-covering the old ones would claim the new ones), and the deletion of an expired life (a
-summary write also writes ``touched``, whose write time bounds that deletion). The
+``delete_by_conversation_id``, ``save_all`` (its batch clears the partition, so the summary
+goes with the messages it summarized), and the deletion of an expired life (a summary write
+also writes ``touched``, whose write time bounds that deletion). The
 version-checked write is one conditional update, ``IF summary_version = ?`` (``= null`` for
 the first version) ``AND next_position > 0`` (``AND alive = true`` with a TTL): Paxos decides
 between concurrent writers at the serial consistency level, and a conversation that does not

@@ -133,15 +133,15 @@ def test_a_conversation_that_does_not_exist_gets_no_summary(
     assert repository.find_by_conversation_id(cid) == []
 
 
-def test_save_all_renumbers_from_one_and_drops_the_summary(
-    repository: CassandraChatMemoryRepository, cid: str
-) -> None:
+def test_save_all_drops_the_summary(repository: CassandraChatMemoryRepository, cid: str) -> None:
     stored = repository.append(cid, [UserMessage(f"m{i}") for i in range(5)])
     assert repository.save_summary(cid, "five", stored[-1].position, expected_version=0)
     repository.save_all(cid, [UserMessage("only")])
-    # Positions start again at 1, so a summary covering position 5 would claim "only".
+    # The batch clears the partition, static columns with it: the summary goes with the
+    # messages it summarized. The positions carry on after them.
     assert repository.find_summary(cid) is None
-    assert repository.save_summary(cid, "one", 1, expected_version=0)
+    assert [s.position for s in repository.find_history(cid)] == [6]
+    assert repository.save_summary(cid, "one", 6, expected_version=0)
     repository.delete_by_conversation_id(cid)
 
 
