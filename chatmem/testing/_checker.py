@@ -26,6 +26,10 @@ in between (see :mod:`chatmem.testing._timeline`). The anomalies found:
 - ``resurrected``: a read shows a message although a successful delete came certainly after
   every write of it.
 - ``retry-not-idempotent``: a write reported storing a message that was certainly stored.
+- ``refused-append-stored``: a read shows a message that only version-checked appends refused
+  with ``VersionConflictError`` carried: a refused append must store nothing.
+- ``double-version-win`` / ``stale-version-win``: a version-checked append succeeded where
+  another append had moved the version (see :mod:`chatmem.testing._versions`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from dataclasses import dataclass
 from chatmem.testing._history import READ_ACTIONS, WRITE_ACTIONS, History, Operation, Outcome
 from chatmem.testing._order import ReadOrder
 from chatmem.testing._timeline import Timeline
+from chatmem.testing._versions import version_findings
 
 __all__ = ["Anomaly", "find_anomalies"]
 
@@ -112,7 +117,9 @@ class _ConversationCheck:
         self.ok_writes = sorted(
             (o for o in writes if o.outcome is Outcome.OK), key=lambda o: o.completed
         )
+        self.operations = operations
         self.carriers: dict[str, list[Operation]] = defaultdict(list)
+        self.refused: dict[str, list[Operation]] = defaultdict(list)
         self.storers: dict[str, list[Operation]] = defaultdict(list)
         self.batch_of: dict[str, tuple[str, ...]] = {}
         self.system_ids: set[str] = set()
@@ -120,8 +127,10 @@ class _ConversationCheck:
             self.system_ids |= write.system_ids
             for message_id in write.batch:
                 self.batch_of.setdefault(message_id, write.batch)
-                if write.outcome is not Outcome.FAILED:
+                if write.may_apply:
                     self.carriers[message_id].append(write)
+                elif write.outcome is Outcome.CONFLICT:
+                    self.refused[message_id].append(write)
             for message_id in write.storing():
                 self.storers[message_id].append(write)
         self.first_stored = {
@@ -155,6 +164,8 @@ class _ConversationCheck:
             )
         self._check_retries()
         self._check_acknowledgements()
+        for finding in version_findings(self.operations, self.timeline, self.history):
+            self._report(finding.kind, finding.subject, finding.operations, finding.explanation)
         return self.anomalies
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -211,7 +222,9 @@ class _ConversationCheck:
                 continue
             seen.add(message_id)
             carriers = self.carriers.get(message_id, [])
-            if not carriers:
+            if not carriers and message_id in self.refused:
+                self._refused_stored(message_id, read)
+            elif not carriers:
                 why = f"no write that may have applied carried {label}"
                 self._report("phantom", [message_id], [read.index], why)
             elif all(c.invoked >= read.completed for c in carriers):
@@ -232,6 +245,18 @@ class _ConversationCheck:
                     [read.index, *self._storer_indexes([message_id])],
                     why,
                 )
+
+    def _refused_stored(self, message_id: str, read: Operation) -> None:
+        refused = self.refused[message_id]
+        first = refused[0]
+        self._report(
+            "refused-append-stored",
+            first.batch,
+            [read.index, *(r.index for r in refused)],
+            f"#{read.index} {read.action} shows {self.history.label(message_id)}, which only "
+            f"#{first.index} carried (expected_version={first.expected_version}), and "
+            "that append was refused with a version conflict: a refused append stores nothing",
+        )
 
     def _check_batches(self, read: Operation) -> None:
         sequence = read.messages or ()

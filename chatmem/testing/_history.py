@@ -16,6 +16,7 @@ from enum import StrEnum
 __all__ = [
     "DESTRUCTIVE_ACTIONS",
     "READ_ACTIONS",
+    "VERSION_READ",
     "WRITE_ACTIONS",
     "History",
     "HistoryReport",
@@ -31,6 +32,8 @@ READ_ACTIONS = frozenset(
     {"find_by_conversation_id", "find_recent", "find_window", "find_system_message", "memory.get"}
 )
 """Actions that read a conversation."""
+VERSION_READ = "find_version"
+"""The action that reads a conversation's version, before a version-checked append."""
 _SHOWN_IDS = 12
 
 
@@ -43,6 +46,9 @@ class Outcome(StrEnum):
     """It raised an error that guarantees nothing was applied (such as a configuration error)."""
     UNKNOWN = "unknown"
     """It raised an error after which it may or may not have been applied (a timeout)."""
+    CONFLICT = "conflict"
+    """A version-checked append raised ``VersionConflictError``: the conversation was not at
+    the expected version, and nothing was applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,9 @@ class Operation:
                            batch=("u1", "a1"), stored=("u1", "a1"))
         read = Operation(1, "w1", "find_by_conversation_id", "c1", 0.2, 0.3, Outcome.OK,
                          messages=("u1", "a1"))
+        version = Operation(2, "w2", "find_version", "c1", 0.4, 0.5, Outcome.OK, version=1)
+        checked = Operation(3, "w2", "append", "c1", 0.6, 0.7, Outcome.CONFLICT,
+                            batch=("u2",), expected_version=1, version_read=2)
         ```
     """
 
@@ -64,7 +73,7 @@ class Operation:
     """Who made the call, such as ``"w2"`` (a worker) or ``"purger0"``."""
     action: str
     """The method called: a name in :data:`WRITE_ACTIONS`, :data:`DESTRUCTIVE_ACTIONS`,
-    :data:`READ_ACTIONS`, or ``"purge_expired"``."""
+    :data:`READ_ACTIONS`, :data:`VERSION_READ`, or ``"purge_expired"``."""
     conversation: str | None
     """The conversation it touched; ``None`` for ``purge_expired``."""
     invoked: float
@@ -85,6 +94,14 @@ class Operation:
     """Id of the current system message a read returned, if it reads one."""
     limit: int | None = None
     """The ``limit`` of ``find_recent`` and ``find_window``."""
+    version: int | None = None
+    """The version a ``find_version`` returned."""
+    expected_version: int | None = None
+    """The ``expected_version`` of a version-checked append; ``None`` for any other call."""
+    version_read: int | None = None
+    """Index of the ``find_version`` whose answer a version-checked append expects."""
+    positions: tuple[int | str, ...] | None = None
+    """Positions a successful ``append`` returned, one per id in ``stored``."""
     error: str = ""
     """The exception an unsuccessful call raised."""
 
@@ -98,13 +115,23 @@ class Operation:
         return math.inf if self.outcome is Outcome.UNKNOWN else self.completed
 
     @property
+    def may_apply(self) -> bool:
+        """Whether the call may have taken effect: not failed, and not refused on its version."""
+        return self.outcome not in (Outcome.FAILED, Outcome.CONFLICT)
+
+    @property
+    def version_checked(self) -> bool:
+        """Whether this is an append with ``expected_version``."""
+        return self.expected_version is not None
+
+    @property
     def refreshes(self) -> bool:
         """Whether this call certainly wrote, which restarts its conversation's time to live."""
         return self.outcome is Outcome.OK and bool(self.stored)
 
     def storing(self) -> frozenset[str]:
         """Ids this call may have stored: what it reported, or its whole batch if unknown."""
-        if self.action not in WRITE_ACTIONS or self.outcome is Outcome.FAILED:
+        if self.action not in WRITE_ACTIONS or not self.may_apply:
             return frozenset()
         if self.outcome is Outcome.OK and self.stored is not None:
             return frozenset(self.stored)
@@ -169,9 +196,17 @@ class History:
             parts.append(self.labels_of(operation.batch))
         if operation.limit is not None:
             parts.append(f"limit={operation.limit}")
+        if operation.expected_version is not None:
+            source = operation.version_read
+            read = f" (read by #{source})" if source is not None else ""
+            parts.append(f"expected_version={operation.expected_version}{read}")
         parts.append(operation.outcome.value)
         if operation.stored is not None and operation.outcome is Outcome.OK:
             parts.append("stored " + self.labels_of(operation.stored))
+            if operation.positions is not None and operation.version_checked:
+                parts.append("at " + _positions(operation.positions))
+        if operation.version is not None:
+            parts.append(f"-> version {operation.version}")
         if operation.messages is not None:
             parts.append("-> " + self.labels_of(operation.messages, keep=keep))
         if operation.action in ("find_window", "find_system_message", "memory.get"):
@@ -209,13 +244,35 @@ class HistoryReport:
         """How many operations were recorded."""
         return len(self.history.operations)
 
-    def summary(self) -> str:
-        """Return one line: seed, operations, revives and wall time."""
-        counts: dict[str, int] = {}
+    @property
+    def version_checked(self) -> dict[Outcome, int]:
+        """How many version-checked appends ended each way (``conflict``: refused)."""
+        counts = dict.fromkeys(Outcome, 0)
         for operation in self.history.operations:
-            counts[operation.outcome.value] = counts.get(operation.outcome.value, 0) + 1
-        outcomes = ", ".join(f"{n} {name}" for name, n in sorted(counts.items()))
+            if operation.version_checked:
+                counts[operation.outcome] += 1
+        return counts
+
+    def summary(self) -> str:
+        """Return one line: seed, operations, revives, version-checked appends and wall time."""
+        outcomes = dict.fromkeys(Outcome, 0)
+        for operation in self.history.operations:
+            outcomes[operation.outcome] += 1
+        checked = self.version_checked
         return (
-            f"seed {self.history.seed}: {self.operations} operations ({outcomes}), "
-            f"{self.revives} revives, {self.seconds:.1f} s"
+            f"seed {self.history.seed}: {self.operations} operations ({_counts(outcomes)}), "
+            f"{self.revives} revives, {sum(checked.values())} version-checked appends "
+            f"({_counts(checked)}), {self.seconds:.1f} s"
         )
+
+
+def _counts(counts: dict[Outcome, int]) -> str:
+    shown = [f"{n} {outcome.value}" for outcome, n in sorted(counts.items()) if n]
+    return ", ".join(shown) or "none"
+
+
+def _positions(positions: Sequence[int | str]) -> str:
+    shown = [str(p) for p in positions[:3]]
+    if len(positions) > 3:
+        shown.append(f"… {positions[-1]}")
+    return "positions [" + " ".join(shown) + "]"

@@ -15,6 +15,7 @@ __all__ = ["CheckerSettings", "Step", "plan", "plan_revives", "resolve_seed"]
 # (step, weight): writes, retries, deletes and every kind of read.
 _MIX: tuple[tuple[str, int], ...] = (
     ("append", 30),
+    ("versioned_append", 12),
     ("memory.add", 8),
     ("system", 7),
     ("retry", 8),
@@ -69,8 +70,9 @@ class Step:
     """One operation a worker will make."""
 
     action: str
-    """``"append"``, ``"memory.add"``, ``"system"`` (a new system message), ``"retry"``, a
-    delete, or a read action."""
+    """``"append"``, ``"versioned_append"`` (read the version, then append expecting it),
+    ``"memory.add"``, ``"system"`` (a new system message), ``"retry"``, a delete, or a read
+    action."""
     conversation: int
     """Index of the conversation."""
     replies: int

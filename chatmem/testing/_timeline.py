@@ -40,7 +40,7 @@ class Timeline:
     def __init__(self, operations: Iterable[Operation], expiry_window: float | None) -> None:
         ops = list(operations)
         deletes = sorted(
-            (o for o in ops if o.action in DESTRUCTIVE_ACTIONS and o.outcome is not Outcome.FAILED),
+            (o for o in ops if o.action in DESTRUCTIVE_ACTIONS and o.may_apply),
             key=lambda o: o.invoked,
         )
         self._delete_invoked = [o.invoked for o in deletes]
@@ -107,6 +107,15 @@ class Timeline:
         return self.could_remove(write.invoked, end) or self.could_expire(
             self.expiry_start(write, first_stored), end
         )
+
+    def could_empty(self, start: float, end: float) -> bool:
+        """Whether the conversation may have been emptied at an instant in ``(start, end)``.
+
+        A delete or an expiry empties it, and sends its version back to 0. An expiry at that
+        instant needs an idle window ending there, which may have begun before ``start``.
+        """
+        lead = self._window or 0.0
+        return self.could_remove(start, end) or self.could_expire(start - lead, end)
 
     def latest_certain_delete(self, before: float) -> float:
         """Return the latest invocation of a successful delete that completed before ``before``.

@@ -84,8 +84,14 @@ class RacyPurgeRepository(InMemoryChatMemoryRepository):
         self._idle_after = ttl.total_seconds()
         self._written: dict[str, float] = {}
 
-    def append(self, conversation_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        stored = super().append(conversation_id, messages)
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
+    ) -> list[StoredMessage]:
+        stored = super().append(conversation_id, messages, expected_version=expected_version)
         self._written[conversation_id] = time.monotonic()
         return stored
 
@@ -102,11 +108,19 @@ class AsyncTearingRepository(AsyncInMemoryChatMemoryRepository):
     """Appends one message at a time: readers in between see half a batch."""
 
     async def append(
-        self, conversation_id: str, messages: Sequence[Message]
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
     ) -> list[StoredMessage]:
         stored: list[StoredMessage] = []
         for message in messages:
-            stored += await super().append(conversation_id, [message])
+            # The version is checked before the first message only.
+            stored += await super().append(
+                conversation_id, [message], expected_version=expected_version
+            )
+            expected_version = None
             await asyncio.sleep(0.002)
         return stored
 

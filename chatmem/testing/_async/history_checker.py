@@ -1,7 +1,8 @@
 """The concurrent history checker: a seeded workload against a repository, recorded and judged.
 
-Workers run a seeded mix of appends, retries, system messages, deletes, clears and reads over a
-few conversations while purgers call ``purge_expired``; every call is recorded with its
+Workers run a seeded mix of appends, version-checked appends (``find_version``, then ``append``
+with ``expected_version``), retries, system messages, deletes, clears and reads over a few
+conversations while purgers call ``purge_expired``; every call is recorded with its
 interval and outcome, and :func:`chatmem.testing.check_history` judges the history. With a time
 to live, the workers pause between cycles until every conversation has expired, so each cycle
 starts by reviving them while the purgers run: the race between a revive and a purge is
@@ -21,7 +22,8 @@ from functools import partial
 from typing import Any, TypeVar
 
 from chatmem._async.memory import AsyncMessageWindowChatMemory
-from chatmem._async.repository import AsyncChatMemoryLog, AsyncWindowReader
+from chatmem._async.repository import AsyncChatMemoryLog, AsyncSessionLog, AsyncWindowReader
+from chatmem._records import StoredMessage
 from chatmem._twins import async_run_all, async_sleep
 from chatmem.exceptions import (
     ChatMemError,
@@ -29,6 +31,7 @@ from chatmem.exceptions import (
     RepositoryConnectionError,
     RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
+    VersionConflictError,
 )
 from chatmem.messages import (
     AssistantMessage,
@@ -39,7 +42,7 @@ from chatmem.messages import (
     UserMessage,
 )
 from chatmem.testing._clock import ManualClock
-from chatmem.testing._history import History, HistoryReport, Operation, Outcome
+from chatmem.testing._history import VERSION_READ, History, HistoryReport, Operation, Outcome
 from chatmem.testing._report import check_history
 from chatmem.testing._schedule import CheckerSettings, Step, plan, plan_revives, resolve_seed
 
@@ -105,6 +108,9 @@ class AsyncHistoryChecker:
         clock: A clock to create the repository with (``clock=``, for a repository that
             reads the time from it for every expiry decision). The pauses between cycles
             then advance it instead of sleeping; the recorded times advance with it.
+        versioned_appends: Whether the version-checked append steps check the version: the
+            repository must then be an :class:`~chatmem.repository.AsyncSessionLog`. With
+            ``False`` (a store without versions) they are plain appends.
     """
 
     def __init__(
@@ -117,6 +123,7 @@ class AsyncHistoryChecker:
         expiry_slack: float = 0.05,
         settings: CheckerSettings | None = None,
         clock: ManualClock | None = None,
+        versioned_appends: bool = True,
     ) -> None:
         self.seed = resolve_seed(seed)
         """The seed of this run's schedule."""
@@ -126,6 +133,7 @@ class AsyncHistoryChecker:
         self.settings = settings or CheckerSettings()
         self._factory = repository_factory
         self._clock = clock
+        self._versioned = versioned_appends
         # Seconds the clock was advanced: added to every recorded time, so the history shows
         # the pauses the store saw and the checker allows the expiry they caused.
         self._advanced = 0.0
@@ -149,25 +157,40 @@ class AsyncHistoryChecker:
 
         Raises:
             HistoryCheckError: The history violates the repository contract.
-            AssertionError: A call raised an exception that is not a ``ChatMemError``.
+            AssertionError: A call raised an exception that is not a ``ChatMemError``, or a
+                ``VersionConflictError`` without ``expected_version``.
+            ConfigurationError: ``versioned_appends`` is set and the repository is not a
+                session log.
         """
         report = await self.record()
         if self._unexpected:
             raise AssertionError(
-                f"seed {self.seed}: calls raised errors that are not ChatMemError: "
+                f"seed {self.seed}: calls raised errors the contract rules out: "
                 + "; ".join(self._unexpected[:5])
             )
         check_history(report.history)
         return report
 
     async def record(self) -> HistoryReport:
-        """Run the workload and return its history, unchecked."""
+        """Run the workload and return its history, unchecked.
+
+        Raises:
+            ConfigurationError: ``versioned_appends`` is set and the repository is not a
+                session log.
+        """
         options: dict[str, Any] = {}
         if self.ttl is not None:
             options["ttl"] = timedelta(seconds=self.ttl)
         if self._clock is not None:
             options["clock"] = self._clock
         repository = await self._factory(**options)
+        if self._versioned and not isinstance(repository, AsyncSessionLog):
+            await repository.aclose()
+            raise ConfigurationError(
+                f"{type(repository).__name__} is not a session log (find_version, "
+                "append(expected_version=)): pass versioned_appends=False to check it "
+                "without version-checked appends"
+            )
         started = time.monotonic()
         try:
             workers = [_Worker(n, f"w{n}") for n in range(self.settings.workers)]
@@ -317,9 +340,11 @@ class AsyncHistoryChecker:
             messages = self._new_batch(worker, step)
             worker.batches.append((step.conversation, messages))
             via = "memory.add" if action == "memory.add" else "append"
-            ok = await self._write(repository, memory, worker, step.conversation, messages, via)
-            if ok and step.revive:
+            write = await self._write(repository, memory, worker, step.conversation, messages, via)
+            if write.outcome is Outcome.OK and step.revive:
                 self._revived.append(step.conversation)
+        elif action == "versioned_append":
+            await self._versioned_append(repository, memory, worker, step)
         elif action == "retry":
             await self._retry(repository, memory, worker, step)
         elif action == "delete_by_conversation_id":
@@ -381,6 +406,38 @@ class AsyncHistoryChecker:
             worker.batches.append((index, messages))
         await self._write(repository, memory, worker, index, messages, "append")
 
+    async def _versioned_append(
+        self,
+        repository: AsyncChatMemoryLog,
+        memory: AsyncMessageWindowChatMemory,
+        worker: _Worker,
+        step: Step,
+    ) -> None:
+        messages = self._new_batch(worker, step)
+        if not (self._versioned and isinstance(repository, AsyncSessionLog)):
+            await self._write(repository, memory, worker, step.conversation, messages, "append")
+            return
+        log = repository
+        conversation = self._conversations[step.conversation]
+        read = await self._call(
+            worker.name,
+            VERSION_READ,
+            conversation,
+            lambda: log.find_version(conversation),
+            capture=lambda version: {"version": version},
+        )
+        if read.outcome is not Outcome.OK:
+            return
+        # A client decides what to write between reading the version and appending (it asks
+        # a model): let the other workers in there.
+        await async_sleep(0)
+        # Not kept for the retry steps: a refused batch then stays out of every write that may
+        # apply, so a read showing it proves the refusal stored it; and which batch a retry
+        # repeats stays a matter of the seed, not of which appends were refused.
+        await self._write(
+            repository, memory, worker, step.conversation, messages, "append", log=log, version=read
+        )
+
     async def _write(
         self,
         repository: AsyncChatMemoryLog,
@@ -389,30 +446,57 @@ class AsyncHistoryChecker:
         index: int,
         messages: list[Message],
         action: str,
-    ) -> bool:
+        *,
+        log: AsyncSessionLog | None = None,
+        version: Operation | None = None,
+    ) -> Operation:
+        """Write a batch and record it.
+
+        With ``log`` and ``version`` (a ``find_version`` on ``log``), the write is an append to
+        ``log`` that expects the version read.
+        """
         conversation = self._conversations[index]
         batch = tuple(m.id for m in messages)
         self._written.add(index)
+        fields: dict[str, Any] = {}
 
-        async def add() -> tuple[str, ...]:
+        async def add() -> list[StoredMessage] | None:
             await memory.add(conversation, messages)
-            return batch  # fresh ids and a new system text: memory.add stores every one
+            return None
 
-        async def append() -> tuple[str, ...]:
-            return tuple(s.message.id for s in await repository.append(conversation, messages))
+        async def append() -> list[StoredMessage] | None:
+            return await repository.append(conversation, messages)
 
+        async def append_checked() -> list[StoredMessage] | None:
+            assert log is not None
+            assert version is not None
+            return await log.append(conversation, messages, expected_version=version.version)
+
+        def stored(result: list[StoredMessage] | None) -> dict[str, Any]:
+            if result is None:  # memory.add of fresh ids and a new system text stores them all
+                return {"stored": batch}
+            return {
+                "stored": tuple(s.message.id for s in result),
+                "positions": tuple(s.position for s in result),
+            }
+
+        call = add if action == "memory.add" else append
+        if log is not None and version is not None:
+            call = append_checked
+            fields = {"expected_version": version.version, "version_read": version.index}
         operation = await self._call(
             worker.name,
             action,
             conversation,
-            add if action == "memory.add" else append,
-            capture=lambda stored: {"stored": stored},
+            call,
+            capture=stored,
             batch=batch,
             system_ids=frozenset(m.id for m in messages if isinstance(m, SystemMessage)),
+            **fields,
         )
         if operation.outcome is Outcome.UNKNOWN:
             worker.pending.append((index, messages))
-        return operation.outcome is Outcome.OK
+        return operation
 
     async def _read(
         self,
@@ -489,6 +573,11 @@ class AsyncHistoryChecker:
             result = await call()
         except RepositoryOutcomeUnknownError as exc:  # the answer was lost: maybe applied
             outcome, error = Outcome.UNKNOWN, repr(exc)
+        except VersionConflictError as exc:
+            outcome, error = Outcome.CONFLICT, repr(exc)
+            if fields.get("expected_version") is None:  # only a checked append may raise it
+                outcome = Outcome.UNKNOWN
+                self._unexpected.append(f"#{index} {action}: {error}")
         except (ConfigurationError, RepositoryConnectionError, RepositoryTimeoutError) as exc:
             # Rejected before any I/O, never sent, or rolled back: nothing applied.
             outcome, error = Outcome.FAILED, repr(exc)

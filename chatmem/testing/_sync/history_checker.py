@@ -2,8 +2,9 @@
 # Source: chatmem/testing/_async/history_checker.py
 """The concurrent history checker: a seeded workload against a repository, recorded and judged.
 
-Workers run a seeded mix of appends, retries, system messages, deletes, clears and reads over a
-few conversations while purgers call ``purge_expired``; every call is recorded with its
+Workers run a seeded mix of appends, version-checked appends (``find_version``, then ``append``
+with ``expected_version``), retries, system messages, deletes, clears and reads over a few
+conversations while purgers call ``purge_expired``; every call is recorded with its
 interval and outcome, and :func:`chatmem.testing.check_history` judges the history. With a time
 to live, the workers pause between cycles until every conversation has expired, so each cycle
 starts by reviving them while the purgers run: the race between a revive and a purge is
@@ -22,8 +23,9 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
 
+from chatmem._records import StoredMessage
 from chatmem._sync.memory import MessageWindowChatMemory
-from chatmem._sync.repository import ChatMemoryLog, WindowReader
+from chatmem._sync.repository import ChatMemoryLog, SessionLog, WindowReader
 from chatmem._twins import run_all, sleep
 from chatmem.exceptions import (
     ChatMemError,
@@ -31,6 +33,7 @@ from chatmem.exceptions import (
     RepositoryConnectionError,
     RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
+    VersionConflictError,
 )
 from chatmem.messages import (
     AssistantMessage,
@@ -41,7 +44,7 @@ from chatmem.messages import (
     UserMessage,
 )
 from chatmem.testing._clock import ManualClock
-from chatmem.testing._history import History, HistoryReport, Operation, Outcome
+from chatmem.testing._history import VERSION_READ, History, HistoryReport, Operation, Outcome
 from chatmem.testing._report import check_history
 from chatmem.testing._schedule import CheckerSettings, Step, plan, plan_revives, resolve_seed
 
@@ -107,6 +110,9 @@ class HistoryChecker:
         clock: A clock to create the repository with (``clock=``, for a repository that
             reads the time from it for every expiry decision). The pauses between cycles
             then advance it instead of sleeping; the recorded times advance with it.
+        versioned_appends: Whether the version-checked append steps check the version: the
+            repository must then be an :class:`~chatmem.repository.SessionLog`. With
+            ``False`` (a store without versions) they are plain appends.
     """
 
     def __init__(
@@ -119,6 +125,7 @@ class HistoryChecker:
         expiry_slack: float = 0.05,
         settings: CheckerSettings | None = None,
         clock: ManualClock | None = None,
+        versioned_appends: bool = True,
     ) -> None:
         self.seed = resolve_seed(seed)
         """The seed of this run's schedule."""
@@ -128,6 +135,7 @@ class HistoryChecker:
         self.settings = settings or CheckerSettings()
         self._factory = repository_factory
         self._clock = clock
+        self._versioned = versioned_appends
         # Seconds the clock was advanced: added to every recorded time, so the history shows
         # the pauses the store saw and the checker allows the expiry they caused.
         self._advanced = 0.0
@@ -151,25 +159,40 @@ class HistoryChecker:
 
         Raises:
             HistoryCheckError: The history violates the repository contract.
-            AssertionError: A call raised an exception that is not a ``ChatMemError``.
+            AssertionError: A call raised an exception that is not a ``ChatMemError``, or a
+                ``VersionConflictError`` without ``expected_version``.
+            ConfigurationError: ``versioned_appends`` is set and the repository is not a
+                session log.
         """
         report = self.record()
         if self._unexpected:
             raise AssertionError(
-                f"seed {self.seed}: calls raised errors that are not ChatMemError: "
+                f"seed {self.seed}: calls raised errors the contract rules out: "
                 + "; ".join(self._unexpected[:5])
             )
         check_history(report.history)
         return report
 
     def record(self) -> HistoryReport:
-        """Run the workload and return its history, unchecked."""
+        """Run the workload and return its history, unchecked.
+
+        Raises:
+            ConfigurationError: ``versioned_appends`` is set and the repository is not a
+                session log.
+        """
         options: dict[str, Any] = {}
         if self.ttl is not None:
             options["ttl"] = timedelta(seconds=self.ttl)
         if self._clock is not None:
             options["clock"] = self._clock
         repository = self._factory(**options)
+        if self._versioned and not isinstance(repository, SessionLog):
+            repository.close()
+            raise ConfigurationError(
+                f"{type(repository).__name__} is not a session log (find_version, "
+                "append(expected_version=)): pass versioned_appends=False to check it "
+                "without version-checked appends"
+            )
         started = time.monotonic()
         try:
             workers = [_Worker(n, f"w{n}") for n in range(self.settings.workers)]
@@ -313,9 +336,11 @@ class HistoryChecker:
             messages = self._new_batch(worker, step)
             worker.batches.append((step.conversation, messages))
             via = "memory.add" if action == "memory.add" else "append"
-            ok = self._write(repository, memory, worker, step.conversation, messages, via)
-            if ok and step.revive:
+            write = self._write(repository, memory, worker, step.conversation, messages, via)
+            if write.outcome is Outcome.OK and step.revive:
                 self._revived.append(step.conversation)
+        elif action == "versioned_append":
+            self._versioned_append(repository, memory, worker, step)
         elif action == "retry":
             self._retry(repository, memory, worker, step)
         elif action == "delete_by_conversation_id":
@@ -377,6 +402,38 @@ class HistoryChecker:
             worker.batches.append((index, messages))
         self._write(repository, memory, worker, index, messages, "append")
 
+    def _versioned_append(
+        self,
+        repository: ChatMemoryLog,
+        memory: MessageWindowChatMemory,
+        worker: _Worker,
+        step: Step,
+    ) -> None:
+        messages = self._new_batch(worker, step)
+        if not (self._versioned and isinstance(repository, SessionLog)):
+            self._write(repository, memory, worker, step.conversation, messages, "append")
+            return
+        log = repository
+        conversation = self._conversations[step.conversation]
+        read = self._call(
+            worker.name,
+            VERSION_READ,
+            conversation,
+            lambda: log.find_version(conversation),
+            capture=lambda version: {"version": version},
+        )
+        if read.outcome is not Outcome.OK:
+            return
+        # A client decides what to write between reading the version and appending (it asks
+        # a model): let the other workers in there.
+        sleep(0)
+        # Not kept for the retry steps: a refused batch then stays out of every write that may
+        # apply, so a read showing it proves the refusal stored it; and which batch a retry
+        # repeats stays a matter of the seed, not of which appends were refused.
+        self._write(
+            repository, memory, worker, step.conversation, messages, "append", log=log, version=read
+        )
+
     def _write(
         self,
         repository: ChatMemoryLog,
@@ -385,30 +442,57 @@ class HistoryChecker:
         index: int,
         messages: list[Message],
         action: str,
-    ) -> bool:
+        *,
+        log: SessionLog | None = None,
+        version: Operation | None = None,
+    ) -> Operation:
+        """Write a batch and record it.
+
+        With ``log`` and ``version`` (a ``find_version`` on ``log``), the write is an append to
+        ``log`` that expects the version read.
+        """
         conversation = self._conversations[index]
         batch = tuple(m.id for m in messages)
         self._written.add(index)
+        fields: dict[str, Any] = {}
 
-        def add() -> tuple[str, ...]:
+        def add() -> list[StoredMessage] | None:
             memory.add(conversation, messages)
-            return batch  # fresh ids and a new system text: memory.add stores every one
+            return None
 
-        def append() -> tuple[str, ...]:
-            return tuple(s.message.id for s in repository.append(conversation, messages))
+        def append() -> list[StoredMessage] | None:
+            return repository.append(conversation, messages)
 
+        def append_checked() -> list[StoredMessage] | None:
+            assert log is not None
+            assert version is not None
+            return log.append(conversation, messages, expected_version=version.version)
+
+        def stored(result: list[StoredMessage] | None) -> dict[str, Any]:
+            if result is None:  # memory.add of fresh ids and a new system text stores them all
+                return {"stored": batch}
+            return {
+                "stored": tuple(s.message.id for s in result),
+                "positions": tuple(s.position for s in result),
+            }
+
+        call = add if action == "memory.add" else append
+        if log is not None and version is not None:
+            call = append_checked
+            fields = {"expected_version": version.version, "version_read": version.index}
         operation = self._call(
             worker.name,
             action,
             conversation,
-            add if action == "memory.add" else append,
-            capture=lambda stored: {"stored": stored},
+            call,
+            capture=stored,
             batch=batch,
             system_ids=frozenset(m.id for m in messages if isinstance(m, SystemMessage)),
+            **fields,
         )
         if operation.outcome is Outcome.UNKNOWN:
             worker.pending.append((index, messages))
-        return operation.outcome is Outcome.OK
+        return operation
 
     def _read(
         self,
@@ -483,6 +567,11 @@ class HistoryChecker:
             result = call()
         except RepositoryOutcomeUnknownError as exc:  # the answer was lost: maybe applied
             outcome, error = Outcome.UNKNOWN, repr(exc)
+        except VersionConflictError as exc:
+            outcome, error = Outcome.CONFLICT, repr(exc)
+            if fields.get("expected_version") is None:  # only a checked append may raise it
+                outcome = Outcome.UNKNOWN
+                self._unexpected.append(f"#{index} {action}: {error}")
         except (ConfigurationError, RepositoryConnectionError, RepositoryTimeoutError) as exc:
             # Rejected before any I/O, never sent, or rolled back: nothing applied.
             outcome, error = Outcome.FAILED, repr(exc)
