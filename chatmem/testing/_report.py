@@ -116,8 +116,8 @@ def _message(history: History, anomalies: list[Anomaly], shrunk: list[Operation]
         f"operations (seed {seed}{replay})",
         f"{first.kind} in conversation {history.label(first.conversation)}: {first.explanation}",
         f"shrunk history ({len(shrunk)} of {len(history.operations)} operations; "
-        "lines marked ~ are context: other writes of its messages, and the deletes and "
-        "purges around it):",
+        "lines marked ~ are context: other writes of its messages, the deletes and "
+        "purges around it, and the version reads it relies on):",
     ]
     keep = frozenset(i for o in shrunk for i in o.batch)
     context = _context(history, shrunk, first)
@@ -138,8 +138,8 @@ def _context(history: History, shrunk: list[Operation], anomaly: Anomaly) -> lis
     """Operations that explain how the anomaly came about, though not needed to prove it.
 
     Other writes of its messages, deletes of its conversation from the first of those writes
-    to the end of the shrunk history, and purges overlapping a write (where a purge race would
-    be), a few of each.
+    to the end of the shrunk history, purges overlapping a write (where a purge race would
+    be), a few of each, and the version reads the version-checked appends shown expected.
     """
     kept = {o.index for o in shrunk}
     subject = set(anomaly.subject)
@@ -162,4 +162,11 @@ def _context(history: History, shrunk: list[Operation], anomaly: Anomaly) -> lis
         if o.action == "purge_expired"
         and any(o.invoked < w.completed and o.completed > w.invoked for w in racing)
     ]
-    return writes[:_SHOWN_CONTEXT] + deletes[:_SHOWN_CONTEXT] + purges[:_SHOWN_CONTEXT]
+    sources = {o.version_read for o in [*shrunk, *writes]} - kept
+    versions = [o for o in history.operations if o.index in sources]
+    return (
+        writes[:_SHOWN_CONTEXT]
+        + deletes[:_SHOWN_CONTEXT]
+        + purges[:_SHOWN_CONTEXT]
+        + versions[:_SHOWN_CONTEXT]
+    )

@@ -71,6 +71,24 @@ class Builder:
     def delete(self, start: float, end: float, outcome: Outcome = OK) -> int:
         return self._add("delete_by_conversation_id", start, end, outcome=outcome)
 
+    def version(self, start: float, end: float, version: int, **fields: Any) -> int:
+        return self._add("find_version", start, end, version=version, **fields)
+
+    def checked(
+        self, start: float, end: float, read: int, *ids: str, outcome: Outcome = OK, **fields: Any
+    ) -> int:
+        """A version-checked append expecting the version the ``find_version`` ``read`` saw."""
+        expected = self.operations[read].version
+        return self.append(
+            start,
+            end,
+            *ids,
+            outcome=outcome,
+            expected_version=expected,
+            version_read=read,
+            **fields,
+        )
+
     def purge(self, start: float, end: float) -> int:
         return self._add("purge_expired", start, end, conversation=None, process="purger0")
 
