@@ -15,7 +15,7 @@ __all__ = ["CheckerSettings", "Step", "plan", "plan_revives", "resolve_seed"]
 # (step, weight): writes, retries, deletes and every kind of read.
 _MIX: tuple[tuple[str, int], ...] = (
     ("append", 30),
-    ("versioned_append", 12),
+    ("versioned_append", 20),
     ("memory.add", 8),
     ("system", 7),
     ("retry", 8),
