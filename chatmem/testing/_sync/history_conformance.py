@@ -34,6 +34,11 @@ class HistoryCheckerConformance:
     The same fixture as :class:`RepositoryConformance`: a callable taking repository
     options (``ttl`` here) and returning a new repository. A failure prints the seed; set
     ``CHATMEM_CHECKER_SEED`` to replay its schedule.
+
+    The workers make version-checked appends too (``find_version``, then ``append`` with
+    ``expected_version``), so the repository must be a
+    :class:`~chatmem.repository.SessionLog`, as the conformance suite requires; the
+    report printed counts how many won and how many were refused.
     """
 
     checker_ttl_seconds: ClassVar[float | None] = 1.0
@@ -62,3 +67,4 @@ class HistoryCheckerConformance:
         )
         report = checker.run()
         print(f"history checker: {report.summary()}")  # shown with pytest -s or -rP
+        assert sum(report.version_checked.values()) > 0, "no version-checked append was made"
