@@ -13,8 +13,9 @@ The concurrent history checker runs there too: inherit
 :class:`HistoryCheckerConformance` as well, with the same fixture. Workers make seeded random
 concurrent calls, every call is recorded with its interval and outcome, and
 :func:`check_history` proves from the history that no acknowledged append was lost, no batch
-was torn, no message duplicated or reordered, and no read saw the future. A failure names the
-seed; ``CHATMEM_CHECKER_SEED`` replays the schedule (see docs/testing.md).
+was torn, no message duplicated or reordered, no read saw the future, and no version-checked
+append won where another append had moved the version or stored what it was refused. A
+failure names the seed; ``CHATMEM_CHECKER_SEED`` replays the schedule (see docs/testing.md).
 
 A repository that keeps summaries (:class:`~chatmem.repository.SummaryStore`) also inherits
 :class:`SummaryConformance` (same fixture): the version-checked write, concurrent writers,
