@@ -272,7 +272,7 @@ def _counts(counts: dict[Outcome, int]) -> str:
 
 
 def _positions(positions: Sequence[int | str]) -> str:
-    shown = [str(p) for p in positions[:3]]
-    if len(positions) > 3:
-        shown.append(f"… {positions[-1]}")
+    shown = [str(p) for p in positions]
+    if len(shown) > 4:  # a long batch: its first two and its last
+        shown = [shown[0], shown[1], "…", shown[-1]]
     return "positions [" + " ".join(shown) + "]"
