@@ -118,7 +118,7 @@ from chatmem.tokens import (
     TiktokenTokenEstimator,
     TokenEstimator,
 )
-from chatmem.tools import Tool, ToolExecutionError, ToolIterationLimitError, tool
+from chatmem.tools import Tool, ToolContext, ToolExecutionError, ToolIterationLimitError, tool
 
 __all__ = [
     "CONVERSATION_ID",
@@ -200,6 +200,7 @@ __all__ = [
     "TokenWindowChatMemory",
     "Tool",
     "ToolCall",
+    "ToolContext",
     "ToolDefinition",
     "ToolExecutionError",
     "ToolIterationLimitError",

@@ -5,15 +5,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Self
 
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
 from chatmem.advisor import AdvisorParams, ChatClientRequest, PureAdvisor, order_advisors
 from chatmem.exceptions import ConfigurationError
+from chatmem.memory import CONVERSATION_ID
 from chatmem.messages import Media, Message, SystemMessage, UserMessage
 from chatmem.model import ChatOptions, Prompt
-from chatmem.tools import Tool, as_tools, tool_registry
+from chatmem.tools import Tool, ToolContext, as_tools, tool_registry
 
 __all__ = [
     "BuilderBase",
@@ -22,6 +24,7 @@ __all__ = [
     "build_request",
     "coroutine_tool_error",
     "entity_format",
+    "tool_context",
 ]
 
 
@@ -260,6 +263,19 @@ def build_request(
     prompt = Prompt(messages, options, [t.definition for t in tools.values()])
     request = ChatClientRequest(prompt, {**defaults.params, **state.params}, tools)
     return request, order_advisors([*defaults.advisors, *state.advisors])
+
+
+def tool_context(request: ChatClientRequest) -> ToolContext:
+    """Return what the tools of a request are told about it.
+
+    Args:
+        request: The request as it reaches the model, after every advisor.
+    """
+    conversation_id = request.context.get(CONVERSATION_ID)
+    return ToolContext(
+        conversation_id if isinstance(conversation_id, str) else None,
+        MappingProxyType(dict(request.context)),
+    )
 
 
 def entity_format(request: ChatClientRequest, entity_type: type[Any]) -> ChatClientRequest:

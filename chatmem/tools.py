@@ -13,13 +13,19 @@ Example:
 
     client.prompt("Weather in London?").tools(weather).call().content()
     ```
+
+A tool that needs to know which request called it, such as which conversation, takes a
+parameter annotated :class:`ToolContext`: the client passes it in, and the model never sees
+it (Spring AI's ``ToolContext``).
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, create_model
@@ -31,6 +37,7 @@ from chatmem.model import ToolDefinition
 __all__ = [
     "DEFAULT_MAX_TOOL_ITERATIONS",
     "Tool",
+    "ToolContext",
     "ToolErrorHandler",
     "ToolExecutionError",
     "ToolIterationLimitError",
@@ -47,6 +54,34 @@ ToolErrorHandler = Callable[[ToolCall, Exception], str]
 """Turns a failed tool call into the text the model sees (or raises to abort the request)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_NO_CONTEXT: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may know about the request that called it (Spring AI's ``ToolContext``).
+
+    A tool function receives it through a parameter annotated ``ToolContext``; that parameter
+    is left out of the argument schema, so the model can neither see nor set it.
+
+    Example:
+        ```python
+        @tool
+        def remember(note: str, context: ToolContext) -> str:
+            # The model sends only the note; the client passes the context.
+            notes[context.conversation_id].append(note)
+            return "noted"
+
+        client.prompt("Note: I prefer trains").tools(remember).advisors(
+            {CONVERSATION_ID: "007"}).call().content()
+        ```
+    """
+
+    conversation_id: str | None = None
+    """The request's conversation id (the advisor parameter ``CONVERSATION_ID``), if any."""
+    context: Mapping[str, Any] = field(default_factory=lambda: _NO_CONTEXT)
+    """The request context, read-only: advisor parameters and what advisors put there."""
 
 
 def default_tool_error_handler(call: ToolCall, error: Exception) -> str:
@@ -114,7 +149,12 @@ class Tool:
         """What the tool does, for the model."""
         self.is_async: bool = inspect.iscoroutinefunction(function)
         """Whether the function is a coroutine function."""
-        self._args_model = _arguments_model(function, self.name, arg_docs)
+        hints = get_type_hints(function)
+        self.context_parameter: str | None = _context_parameter(function, self.name, hints)
+        """The parameter that receives the :class:`ToolContext`, or ``None`` if it takes none."""
+        self._args_model = _arguments_model(
+            function, self.name, arg_docs, hints, self.context_parameter
+        )
         schema = self._args_model.model_json_schema()
         schema.pop("title", None)
         self.parameters: dict[str, JsonValue] = schema
@@ -133,17 +173,22 @@ class Tool:
         """The definition sent to the model."""
         return ToolDefinition(self.name, self.description, self.parameters)
 
-    def parse_arguments(self, arguments: str) -> dict[str, Any]:
+    def parse_arguments(self, arguments: str, context: ToolContext | None = None) -> dict[str, Any]:
         """Validate the model's JSON arguments and return them as keyword arguments.
 
         Args:
             arguments: The JSON text the model produced (empty means no arguments).
+            context: The calling request's context, passed to a tool that takes one (an
+                empty context when not given).
 
         Raises:
             pydantic.ValidationError: If the arguments do not match the schema.
         """
         validated = self._args_model.model_validate_json(arguments.strip() or "{}")
-        return {name: getattr(validated, name) for name in type(validated).model_fields}
+        parsed = {name: getattr(validated, name) for name in type(validated).model_fields}
+        if self.context_parameter is not None:
+            parsed[self.context_parameter] = context if context is not None else ToolContext()
+        return parsed
 
     def format_result(self, value: object) -> str:
         """Turn what the function returned into the text the model sees.
@@ -158,14 +203,28 @@ class Tool:
         return self._result.dump_json(value).decode()
 
 
+def _context_parameter(
+    function: Callable[..., Any], name: str, hints: dict[str, Any]
+) -> str | None:
+    found = [p for p in inspect.signature(function).parameters if hints.get(p) is ToolContext]
+    if len(found) > 1:
+        raise TypeError(f"tool {name!r}: only one parameter may take the ToolContext")
+    return found[0] if found else None
+
+
 def _arguments_model(
-    function: Callable[..., Any], name: str, arg_docs: dict[str, str]
+    function: Callable[..., Any],
+    name: str,
+    arg_docs: dict[str, str],
+    hints: dict[str, Any],
+    context_parameter: str | None,
 ) -> type[BaseModel]:
-    hints = get_type_hints(function)
     fields: dict[str, Any] = {}
     for parameter in inspect.signature(function).parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise TypeError(f"tool {name!r}: *args and **kwargs are not supported")
+        if parameter.name == context_parameter:
+            continue
         annotation = hints.get(parameter.name, Any)
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[parameter.name] = (
@@ -199,7 +258,8 @@ def tool(
         description: What it does; the docstring's first paragraph by default.
 
     Raises:
-        TypeError: If the function takes ``*args`` or ``**kwargs``.
+        TypeError: If the function takes ``*args`` or ``**kwargs``, or more than one
+            :class:`ToolContext`.
     """
     if function is not None:
         return Tool(function, name=name, description=description)

@@ -24,6 +24,7 @@ from chatmem._client_request import (
     build_request,
     coroutine_tool_error,
     entity_format,
+    tool_context,
 )
 from chatmem._telemetry import ENABLED as TELEMETRY
 from chatmem._telemetry import active as tracing_active
@@ -116,7 +117,9 @@ class _AsyncModelTerminal:
                 return ChatClientResponse(final, request.context)
             if round_ == self.max_iterations:
                 break
-            results = await execute_tool_calls(answer.tool_calls, request.tools, self.on_error)
+            results = await execute_tool_calls(
+                answer.tool_calls, request.tools, self.on_error, tool_context(request)
+            )
             produced.append(results)
             messages = [*messages, answer, results]
         raise self._limit()
@@ -145,7 +148,9 @@ class _AsyncModelTerminal:
                 return
             if round_ == self.max_iterations:
                 break
-            results = await execute_tool_calls(answer.tool_calls, request.tools, self.on_error)
+            results = await execute_tool_calls(
+                answer.tool_calls, request.tools, self.on_error, tool_context(request)
+            )
             produced.append(results)
             messages = [*messages, answer, results]
         raise self._limit()

@@ -17,6 +17,7 @@ from chatmem._client_request import (
     build_request,
     coroutine_tool_error,
     entity_format,
+    tool_context,
 )
 from chatmem._sync.advisors import (
     AdvisorChain,
@@ -114,7 +115,9 @@ class _AsyncModelTerminal:
                 return ChatClientResponse(final, request.context)
             if round_ == self.max_iterations:
                 break
-            results = execute_tool_calls(answer.tool_calls, request.tools, self.on_error)
+            results = execute_tool_calls(
+                answer.tool_calls, request.tools, self.on_error, tool_context(request)
+            )
             produced.append(results)
             messages = [*messages, answer, results]
         raise self._limit()
@@ -143,7 +146,9 @@ class _AsyncModelTerminal:
                 return
             if round_ == self.max_iterations:
                 break
-            results = execute_tool_calls(answer.tool_calls, request.tools, self.on_error)
+            results = execute_tool_calls(
+                answer.tool_calls, request.tools, self.on_error, tool_context(request)
+            )
             produced.append(results)
             messages = [*messages, answer, results]
         raise self._limit()

@@ -13,13 +13,16 @@ from chatmem._telemetry import active as tracing_active
 from chatmem._twins import run_tool
 from chatmem.exceptions import ConfigurationError
 from chatmem.messages import ToolCall, ToolResponse, ToolResponseMessage
-from chatmem.tools import Tool, ToolErrorHandler
+from chatmem.tools import Tool, ToolContext, ToolErrorHandler
 
 __all__ = ["execute_tool_calls"]
 
 
 def execute_tool_calls(
-    calls: Sequence[ToolCall], tools: Mapping[str, Tool], on_error: ToolErrorHandler
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    on_error: ToolErrorHandler,
+    context: ToolContext | None = None,
 ) -> ToolResponseMessage:
     """Run tool calls in order and answer each of them.
 
@@ -30,33 +33,44 @@ def execute_tool_calls(
         calls: The assistant's tool calls.
         tools: The tools of the request, by name.
         on_error: Turns a failure into the response text.
+        context: The request's context, for tools that take a
+            :class:`~chatmem.tools.ToolContext`.
     """
     responses = []
     for call in calls:
         text = (
-            _run_traced(call, tools, on_error)
+            _run_traced(call, tools, on_error, context)
             if TELEMETRY and tracing_active()
-            else _run_one(call, tools, on_error)
+            else _run_one(call, tools, on_error, context)
         )
         responses.append(ToolResponse(id=call.id, name=call.name, response_data=text))
     return ToolResponseMessage(responses=responses)
 
 
-def _run_traced(call: ToolCall, tools: Mapping[str, Tool], on_error: ToolErrorHandler) -> str:
+def _run_traced(
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    on_error: ToolErrorHandler,
+    context: ToolContext | None,
+) -> str:
     with telemetry.activate(telemetry.tool_span(call)) as span:
-        text = _run_one(call, tools, on_error, span)
+        text = _run_one(call, tools, on_error, context, span)
         telemetry.record_tool_result(span, text)
         return text
 
 
 def _run_one(
-    call: ToolCall, tools: Mapping[str, Tool], on_error: ToolErrorHandler, span: Any = None
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    on_error: ToolErrorHandler,
+    context: ToolContext | None,
+    span: Any = None,
 ) -> str:
     selected = tools.get(call.name)
     try:
         if selected is None:
             raise LookupError(f"no tool named {call.name!r}")
-        arguments = selected.parse_arguments(call.arguments)
+        arguments = selected.parse_arguments(call.arguments, context)
         return selected.format_result(run_tool(selected, arguments))
     except ConfigurationError:
         raise
