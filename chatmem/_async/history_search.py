@@ -123,10 +123,10 @@ class AsyncHistorySearch:
     async def _read(self, conversation_id: str, query: str, hits: list[HistoryHit]) -> bool:
         """Add one conversation's hits; return False once more match than are wanted."""
         wanted = self.limits.max_results
+        # One more than wanted tells whether more match.
+        limit = wanted + 1
         after = None
         for _ in range(_MAX_PAGES):
-            # One more than wanted tells whether more match.
-            limit = wanted - len(hits) + 1
             page = await self.repository.find_history(
                 conversation_id, types=SEARCHED_TYPES, text=query, after=after, limit=limit
             )
