@@ -48,7 +48,7 @@ class AsyncHistorySearch:
         ```python
         search = AsyncHistorySearch(repository, include_owner_conversations=True)
         result = await search.search(scoped_conversation_id("alice", "trip"), "Lisbon")
-        client.prompt("Where did I want to go?").tools(search.as_tool()).advisors(
+        await client.prompt("Where did I want to go?").tools(search.as_tool()).advisors(
             {CONVERSATION_ID: scoped_conversation_id("alice", "trip")}).call().content()
         ```
 
