@@ -14,6 +14,7 @@ from chatmem import (
     ChatClient,
     ConfigurationError,
     ConversationPage,
+    EventMessage,
     InMemoryChatMemoryRepository,
     InvalidConversationIdError,
     Message,
@@ -166,6 +167,7 @@ def test_only_dialogue_is_searched_and_tool_traffic_is_found() -> None:
         "c",
         [
             SystemMessage("Porto is a system secret"),
+            EventMessage("acme.audit", {"note": "Porto is an event secret"}),
             UserMessage("Book Porto"),
             AssistantMessage(tool_calls=[call]),
             ToolResponseMessage(
