@@ -20,8 +20,9 @@ def backend_url(name: str, tmp_path: Path) -> str:
     """The URL of backend ``name``: in memory, an SQLite file in ``tmp_path``, or a server.
 
     A server that is not reachable skips the test (fails it in CI), as :func:`server_url` does.
-    A SQL server's URL asks for the tables to be created, so a test does not depend on an
-    earlier test (or run) having created them on a fresh server.
+    A SQL server's URL asks for the tables to be created, and Cassandra's for the keyspace,
+    so a test does not depend on an earlier test (or run) having created them on a fresh
+    server.
     """
     if name == "memory":
         return "memory://"
@@ -30,4 +31,6 @@ def backend_url(name: str, tmp_path: Path) -> str:
     url = server_url(name)
     if name in SQL:
         url += ("&" if "?" in url else "?") + "initialize_schema=always"
+    elif name == "cassandra":
+        url += ("&" if "?" in url else "?") + "create_keyspace=true"
     return url
