@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from chatmem.backend import Position, StoredMessage
-from chatmem.exceptions import ConfigurationError
+from chatmem.exceptions import ConfigurationError, VersionConflictError
 from chatmem.messages import (
+    CHAT_MESSAGE_TYPES,
     Message,
     SystemMessage,
     decode_message,
@@ -24,8 +25,10 @@ __all__ = [
     "INSERT_CHUNK",
     "Batch",
     "as_position",
+    "check_version",
     "chunks",
     "id_text",
+    "is_out_of_windows",
     "search_text",
     "stored_in",
     "to_stored",
@@ -51,6 +54,41 @@ def as_position(value: Position) -> int:
 def search_text(message: Message) -> str:
     """The text the search column holds for a message: its searchable text, case-folded."""
     return searchable_text(message).casefold()
+
+
+def is_out_of_windows(message: Message) -> bool:
+    """The value of a message's ``is_system`` column: whether windows leave it out.
+
+    True for system messages and events, false for user, assistant and tool messages. The
+    window reads, ``delete_before`` and ``delete_between`` all select ``is_system = false``
+    through the ``messages_window`` index, so events are kept out of them with no column
+    of their own; the current system message is found through ``system_position`` or by
+    ``type``, never by this flag.
+    """
+    return message.type not in CHAT_MESSAGE_TYPES
+
+
+def check_version(conversation_id: str, expected: int | None, start: int, *, revived: bool) -> None:
+    """Refuse an append whose reservation shows the conversation was not at ``expected``.
+
+    Called right after the reservation, inside its transaction: raising rolls the
+    reservation back with everything else, so nothing is stored, bumped or touched.
+
+    Args:
+        conversation_id: The conversation.
+        expected: The caller's ``expected_version``; ``None`` checks nothing.
+        start: The first position reserved: the version before it is ``start - 1``.
+        revived: The reservation started a new life of an expired conversation, whose
+            version was 0 (a new conversation's first reservation starts at 1: version 0).
+
+    Raises:
+        VersionConflictError: The version before the reservation was not ``expected``.
+    """
+    if expected is None:
+        return
+    actual = 0 if revived else start - 1
+    if actual != expected:
+        raise VersionConflictError(conversation_id, expected, actual)
 
 
 def to_stored(row: Sequence[Any], conversation_id: str) -> StoredMessage:
@@ -105,7 +143,7 @@ class Batch:
                 "position": start + i,
                 "message_id": message.id,
                 "type": str(message.type),
-                "is_system": isinstance(message, SystemMessage),
+                "is_system": is_out_of_windows(message),
                 "created_at": message.created_at,
                 "search_text": search_text(message),
                 "body": encode_message(message),

@@ -61,6 +61,7 @@ class Reads:
         self._recent: Select[Any] | None = None
         self._everything: Select[Any] | None = None
         self._plain_page: Select[Any] | None = None
+        self._version: Select[Any] | None = None
 
     def _rows(self, conversation_id: str, now: datetime) -> Select[Any]:
         # Liveness as an uncorrelated EXISTS, not a join: the database checks it once and
@@ -69,10 +70,29 @@ class Reads:
         alive = exists().where(c.conversation_id == conversation_id, live(self.tables, now))
         return select(m.position, m.body).where(m.conversation_id == conversation_id, alive)
 
+    def version(self) -> Select[Any]:
+        """The live conversation's counter, ``next_position`` (its version plus one).
+
+        Built once with the bind parameters ``cid`` and ``now``; no row for a conversation
+        that is unknown or expired (version 0).
+        """
+        if self._version is None:
+            c = self.conversations.c
+            cid = bindparam("cid", type_=c.conversation_id.type)
+            at = bindparam("now", type_=c.expires_at.type)
+            self._version = select(c.next_position).where(
+                c.conversation_id == cid,
+                live(self.tables, at),  # type: ignore[arg-type]
+            )
+        return self._version
+
     def window(
         self, conversation_id: str, limit: int, before: int | None, now: datetime
     ) -> Select[Any]:
-        """Newest ``limit`` non-system messages, newest first (index ``messages_window``)."""
+        """Newest ``limit`` chat messages, newest first (index ``messages_window``).
+
+        System messages and events are stored with ``is_system`` true, so both are left out.
+        """
         m = self.messages.c
         statement = self._rows(conversation_id, now).where(m.is_system == false())
         if before is not None:

@@ -13,8 +13,10 @@ from typing import Any
 from sqlalchemy import (
     Delete,
     Insert,
+    Integer,
     Select,
     Update,
+    bindparam,
     case,
     delete,
     false,
@@ -26,6 +28,7 @@ from sqlalchemy import (
 )
 
 from chatmem.conversation_ids import owner_of
+from chatmem.messages import MessageType
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch
 from chatmem_repositories.sql._schema import Tables
 from chatmem_repositories.sql._statements.reads import expired
@@ -40,6 +43,7 @@ class Writes:
         self.tables = tables
         self.conversations = tables.conversations
         self.messages = tables.messages
+        self._unreserve: Update | None = None
 
     # -- reserving positions ---------------------------------------------------------------
 
@@ -118,6 +122,26 @@ class Writes:
             .with_for_update()
         )
 
+    def unreserve(self) -> Update:
+        """Give back the positions of an append that stored nothing (its ids were all stored).
+
+        Built once, with the parameters ``cid``, ``n`` (the positions reserved) and ``end``
+        (the counter the reservation left). Only while no other append has reserved since:
+        the counter is the conversation's version, which then stays as it was.
+        """
+        if self._unreserve is None:
+            c = self.conversations.c
+            n = bindparam("n", type_=Integer())
+            self._unreserve = (
+                update(self.conversations)
+                .where(
+                    c.conversation_id == bindparam("cid", type_=c.conversation_id.type),
+                    c.next_position == bindparam("end", type_=c.next_position.type),
+                )
+                .values(next_position=c.next_position - n)
+            )
+        return self._unreserve
+
     # -- messages --------------------------------------------------------------------------
 
     def existing_ids(self, conversation_id: str, ids: Collection[str]) -> Select[Any]:
@@ -136,7 +160,7 @@ class Writes:
         c, m = self.conversations.c, self.messages.c
         newest = (
             select(func.max(m.position))
-            .where(m.conversation_id == conversation_id, m.is_system.is_(True))
+            .where(m.conversation_id == conversation_id, m.type == str(MessageType.SYSTEM))
             .scalar_subquery()
         )
         return (
@@ -163,7 +187,7 @@ class Writes:
         return select(c.expires_at).where(c.conversation_id == conversation_id).with_for_update()
 
     def delete_chat_before(self, conversation_id: str, position: int, *, scan: bool) -> Delete:
-        """Delete non-system messages before ``position``.
+        """Delete user, assistant and tool messages before ``position`` (events are kept).
 
         Args:
             conversation_id: The conversation.
@@ -176,6 +200,26 @@ class Writes:
         return delete(self.messages).where(
             m.conversation_id == conversation_id, m.is_system == false(), before
         )
+
+    def delete_chat_between(
+        self, conversation_id: str, after: int | None, through: int, *, scan: bool
+    ) -> Delete:
+        """Delete user, assistant and tool messages positioned in ``(after, through]``.
+
+        System messages and events (``is_system`` true) are kept.
+
+        Args:
+            conversation_id: The conversation.
+            after: Messages after this position go; ``None``: from the first.
+            through: Messages up to and including this position go.
+            scan: As for :meth:`delete_chat_before`.
+        """
+        m = self.messages.c
+        position = m.position + 0 if scan else m.position
+        statement = delete(self.messages).where(
+            m.conversation_id == conversation_id, m.is_system == false(), position <= through
+        )
+        return statement if after is None else statement.where(position > after)
 
     def delete_conversation(self, conversation_id: str) -> Delete:
         """Delete a conversation row (first, so its lock orders us after any appender)."""

@@ -28,7 +28,7 @@ from chatmem.backend import (
     redact_url,
 )
 from chatmem.conversation_ids import validate_conversation_id
-from chatmem.exceptions import ConfigurationError
+from chatmem.exceptions import ConfigurationError, VersionConflictError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
 from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, as_position, to_stored
@@ -245,21 +245,53 @@ class SqlChatMemoryRepository:
 
     # -- log capabilities -----------------------------------------------------------------------
 
-    def append(self, conversation_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        """Append messages in one transaction; ids already stored are skipped."""
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
+    ) -> list[StoredMessage]:
+        """Append messages in one transaction; ids already stored are skipped.
+
+        With ``expected_version``, the reservation of positions (the first statement, which
+        locks the conversation row) also says the version; a mismatch rolls it back.
+
+        Raises:
+            VersionConflictError: ``expected_version`` is given and is not the conversation's.
+        """
         validate_conversation_id(conversation_id)
         batch = Batch(messages)
         if not len(batch):
+            if expected_version is not None:
+                actual = self.find_version(conversation_id)
+                if actual != expected_version:
+                    raise VersionConflictError(conversation_id, expected_version, actual)
             return []
         now = self._now()
         return self._runner.perform(
-            partial(self._plan.append, conversation_id, batch, now, self._expiry(now))
+            partial(
+                self._plan.append,
+                conversation_id,
+                batch,
+                now,
+                self._expiry(now),
+                expected_version,
+            )
         )
+
+    def find_version(self, conversation_id: str) -> int:
+        """Return the conversation's version: 0 if it holds nothing (or expired).
+
+        The last position handed out (the row's counter minus one), read by primary key.
+        """
+        validate_conversation_id(conversation_id)
+        return self._runner.perform(partial(self._plan.version, conversation_id, self._now()))
 
     def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
-        """Return the newest ``limit`` non-system messages, oldest first (one statement)."""
+        """Return the newest ``limit`` user, assistant and tool messages, oldest first."""
         check_limit(limit)
         validate_conversation_id(conversation_id)
         end = None if before is None else as_position(before)
@@ -272,7 +304,7 @@ class SqlChatMemoryRepository:
     def find_window(
         self, conversation_id: str, limit: int
     ) -> tuple[StoredMessage | None, list[StoredMessage]]:
-        """Return the current system message and the newest ``limit`` others, in one statement."""
+        """Return the current system message and the newest ``limit`` chat messages (one read)."""
         check_limit(limit)
         validate_conversation_id(conversation_id)
         if limit == 0:
@@ -340,11 +372,25 @@ class SqlChatMemoryRepository:
         return [to_stored(row, conversation_id) for row in self._runner.read(statement)]
 
     def delete_before(self, conversation_id: str, position: Position) -> int:
-        """Delete non-system messages positioned before ``position``; return how many."""
+        """Delete user, assistant and tool messages before ``position``; return how many."""
         validate_conversation_id(conversation_id)
         end = as_position(position)
         return self._runner.perform(
             partial(self._plan.delete_before, conversation_id, end, self._now())
+        )
+
+    def delete_between(
+        self, conversation_id: str, after: Position | None, through: Position
+    ) -> int:
+        """Delete user, assistant and tool messages in ``(after, through]``; return how many.
+
+        System messages and events are kept (one ``DELETE`` after the row lock).
+        """
+        validate_conversation_id(conversation_id)
+        start = None if after is None else as_position(after)
+        end = as_position(through)
+        return self._runner.perform(
+            partial(self._plan.delete_between, conversation_id, start, end, self._now())
         )
 
     def purge_expired(self) -> int:

@@ -22,7 +22,14 @@ from sqlalchemy.engine import Dialect
 from chatmem.backend import StoredMessage
 from chatmem.messages import Message, decode_messages
 from chatmem_repositories.sql._async.runner import AsyncRunner, AsyncTransaction
-from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, chunks, stored_in, to_stored
+from chatmem_repositories.sql._codec import (
+    FIRST_POSITION,
+    Batch,
+    check_version,
+    chunks,
+    stored_in,
+    to_stored,
+)
 from chatmem_repositories.sql._schema import Tables
 from chatmem_repositories.sql._statements.reads import NO_POSITION_BOUND, Reads
 from chatmem_repositories.sql._statements.writes import Writes
@@ -48,6 +55,9 @@ class AsyncPlan:
         dialect: The engine's dialect (read for the server's name once connected).
         runner: Runs the statements.
     """
+
+    _scan_deletes = False
+    """Range deletes compare ``position + 0`` (see ``Writes.delete_chat_before``)."""
 
     def __init__(self, tables: Tables, dialect: Dialect, runner: AsyncRunner) -> None:
         self.runner = runner
@@ -111,6 +121,11 @@ class AsyncPlan:
         rows = await self.runner.query(self.reads.count(), {"cid": conversation_id, "now": now})
         return int(rows[0][0])
 
+    async def version(self, conversation_id: str, now: datetime) -> int:
+        """The live conversation's version: the last position reserved, 0 if none."""
+        rows = await self.runner.query(self.reads.version(), {"cid": conversation_id, "now": now})
+        return int(rows[0][0]) - 1 if rows else 0
+
     async def page(
         self, conversation_id: str, after: int, limit: int, now: datetime
     ) -> list[StoredMessage]:
@@ -122,10 +137,20 @@ class AsyncPlan:
     # -- appends -----------------------------------------------------------------------------
 
     async def append(
-        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+        self,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        expires_at: datetime | None,
+        expected_version: int | None = None,
     ) -> list[StoredMessage]:
-        """Store the batch's messages not stored yet, in one transaction."""
-        body = partial(self._append, conversation_id, batch, now, expires_at)
+        """Store the batch's messages not stored yet, in one transaction.
+
+        With ``expected_version``, the reservation's counter says the version before it; a
+        mismatch raises :class:`~chatmem.exceptions.VersionConflictError` before anything
+        else, and the transaction rolls back.
+        """
+        body = partial(self._append, conversation_id, batch, now, expires_at, expected_version)
         return await self.runner.transaction(body, direct=self._direct_append(batch))
 
     def _direct_append(self, batch: Batch) -> bool:
@@ -138,13 +163,16 @@ class AsyncPlan:
         batch: Batch,
         now: datetime,
         expires_at: datetime | None,
+        expected_version: int | None,
         tx: AsyncTransaction,
     ) -> list[StoredMessage]:
         start, existing = await self._reserve(
-            tx, conversation_id, batch, now, expires_at, replace=False
+            tx, conversation_id, batch, now, expires_at, replace=False, expected=expected_version
         )
         rows = batch.rows(conversation_id, start)
         stored = await self._insert_new(tx, conversation_id, rows, existing)
+        if not stored:
+            await self._unreserve(tx, conversation_id, batch, start)
         offset = batch.system_offset
         if offset is not None and start + offset not in stored:
             # The reserved system position went to a duplicate: point at the real one.
@@ -160,17 +188,22 @@ class AsyncPlan:
         expires_at: datetime | None,
         *,
         replace: bool,
+        expected: int | None = None,
     ) -> tuple[int, set[str] | None]:
         """Lock (or create) the conversation row and reserve ``len(batch)`` positions.
 
         Returns:
             The first reserved position, and the batch's ids already stored where the plan
             read them along the way (else ``None``).
+
+        Raises:
+            VersionConflictError: ``expected`` is given and was not the version.
         """
         counter, existing = await self._lock_and_count(
             tx, conversation_id, batch, now, expires_at, replace=replace
         )
         start = int(counter[0]) - len(batch)
+        check_version(conversation_id, expected, start, revived=int(counter[1]) == start)
         if int(counter[1]) == start:
             # This write revived an expired conversation: its old messages go. They are all
             # of its messages: every one is below the old next position, `start`.
@@ -203,6 +236,17 @@ class AsyncPlan:
                 await tx.execute(bump)  # another writer created it first
         counter = (await tx.execute(writes.counter(conversation_id))).one()
         return counter, None
+
+    async def _unreserve(
+        self, tx: AsyncTransaction, conversation_id: str, batch: Batch, start: int
+    ) -> None:
+        """Give the reserved positions back: every id was stored already (a retry).
+
+        So an append that stores nothing leaves the version as it was. The row lock is
+        held, so the counter is still where the reservation left it.
+        """
+        params = {"cid": conversation_id, "n": len(batch), "end": start + len(batch)}
+        await tx.execute(self.writes.unreserve(), params)
 
     async def _insert_new(
         self,
@@ -266,7 +310,7 @@ class AsyncPlan:
         await self.runner.transaction(body)
 
     async def delete_before(self, conversation_id: str, end: int, now: datetime) -> int:
-        """Delete the live conversation's non-system messages before ``end``; count them."""
+        """Delete the live conversation's chat messages before ``end``; count them."""
 
         async def body(tx: AsyncTransaction) -> int:
             row = (await tx.execute(self.writes.lock(conversation_id))).first()
@@ -279,6 +323,26 @@ class AsyncPlan:
 
     def _delete_chat_before(self, conversation_id: str, end: int) -> Delete:
         return self.writes.delete_chat_before(conversation_id, end, scan=False)
+
+    async def delete_between(
+        self, conversation_id: str, after: int | None, through: int, now: datetime
+    ) -> int:
+        """Delete the live conversation's chat messages in ``(after, through]``; count them.
+
+        Like :meth:`delete_before`: the conversation row locked first, then one ``DELETE``
+        of the rows with ``is_system`` false (system messages and events stay).
+        """
+
+        async def body(tx: AsyncTransaction) -> int:
+            row = (await tx.execute(self.writes.lock(conversation_id))).first()
+            if row is None or (row[0] is not None and row[0] <= now):
+                return 0
+            delete = self.writes.delete_chat_between(
+                conversation_id, after, through, scan=self._scan_deletes
+            )
+            return int((await tx.execute(delete)).rowcount)
+
+        return await self.runner.transaction(body)
 
     async def purge(self, now: datetime) -> int:
         """Delete expired conversations; return how many.

@@ -10,7 +10,13 @@ from sqlalchemy import Insert, Table, case
 from chatmem.backend import StoredMessage
 from chatmem_repositories.sql._async.plans.base import AsyncPlan
 from chatmem_repositories.sql._async.runner import AsyncTransaction
-from chatmem_repositories.sql._codec import INSERT_CHUNK, Batch, chunks, stored_in
+from chatmem_repositories.sql._codec import (
+    INSERT_CHUNK,
+    Batch,
+    check_version,
+    chunks,
+    stored_in,
+)
 from chatmem_repositories.sql._statements.reservation import (
     reservation_params,
     reservation_parts,
@@ -48,19 +54,26 @@ class AsyncReturningPlan(AsyncPlan):
         batch: Batch,
         now: datetime,
         expires_at: datetime | None,
+        expected_version: int | None,
         tx: AsyncTransaction,
     ) -> list[StoredMessage]:
         n = len(batch)
         if n > INSERT_CHUNK:
-            return await super()._append(conversation_id, batch, now, expires_at, tx)
+            return await super()._append(
+                conversation_id, batch, now, expires_at, expected_version, tx
+            )
         offset = batch.system_offset
         params = reservation_params(conversation_id, batch, now, expires_at)
         counter = (await tx.execute(self._reserve_statement(offset is not None), params)).one()
         start = int(counter[0]) - n
-        if int(counter[1]) == start:
+        revived = int(counter[1]) == start
+        check_version(conversation_id, expected_version, start, revived=revived)
+        if revived:
             # This write revived an expired conversation: its old messages go (all of them).
             await tx.execute(self.writes.delete_messages(conversation_id))
         positions = await self._store(tx, conversation_id, batch, start)
+        if not positions:
+            await self._unreserve(tx, conversation_id, batch, start)
         if offset is not None and start + offset not in positions:
             # The reserved system position went to a duplicate: point at the real one.
             await tx.execute(self.writes.fix_system(conversation_id))

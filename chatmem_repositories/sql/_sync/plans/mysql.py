@@ -37,7 +37,15 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.sql.elements import ColumnClause
 
 from chatmem.backend import StoredMessage
-from chatmem_repositories.sql._codec import FIRST_POSITION, INSERT_CHUNK, Batch, id_text, stored_in
+from chatmem.messages import MessageType
+from chatmem_repositories.sql._codec import (
+    FIRST_POSITION,
+    INSERT_CHUNK,
+    Batch,
+    check_version,
+    id_text,
+    stored_in,
+)
 from chatmem_repositories.sql._statements.reservation import (
     reservation_params,
     reservation_parts,
@@ -53,6 +61,7 @@ SCRIPT_LIMIT = 16
 # Session variables the append's statement list passes its reservation on in.
 _START: ColumnClause[Any] = literal_column("@chatmem_start")
 _REVIVED: ColumnClause[Any] = literal_column("@chatmem_revived")
+_SYSTEM_TYPE = f"'{MessageType.SYSTEM}'"
 
 
 class MysqlPlan(Plan):
@@ -73,6 +82,8 @@ class MysqlPlan(Plan):
     _window: CompoundSelect[Any, Any, Any] | None = None
     _inserts: dict[bool, Insert] | None = None
     _scripts: dict[tuple[int, bool], tuple[Executable, ...]] | None = None
+    _checked_scripts: dict[tuple[int, bool], tuple[Executable, ...]] | None = None
+    _scan_deletes = True
 
     @property
     def db_system(self) -> str:
@@ -108,6 +119,37 @@ class MysqlPlan(Plan):
             )
         return self._window
 
+    def append(
+        self,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        expires_at: datetime | None,
+        expected_version: int | None = None,
+    ) -> list[StoredMessage]:
+        """Store the batch's messages not stored yet (see the class), checked if asked.
+
+        A statement list that stored nothing has committed its reservation: the positions
+        are given back after it (see :meth:`_give_back`).
+        """
+        given_back: list[int] = []
+        body = partial(
+            self._append,
+            conversation_id,
+            batch,
+            now,
+            expires_at,
+            expected_version,
+            given_back=given_back,
+        )
+        stored = self.runner.transaction(body, direct=self._direct_append(batch))
+        for start in given_back:
+            unreserve = partial(
+                self._unreserve, conversation_id=conversation_id, batch=batch, start=start
+            )
+            self.runner.transaction(unreserve, direct=True)
+        return stored
+
     def _direct_append(self, batch: Batch) -> bool:
         # Up to INSERT_CHUNK messages, every statement is one built once with bound
         # parameters or a rare repair, and the body reads only positions back.
@@ -119,13 +161,15 @@ class MysqlPlan(Plan):
         batch: Batch,
         now: datetime,
         expires_at: datetime | None,
+        expected_version: int | None,
         tx: Transaction,
+        given_back: list[int] | None = None,
     ) -> list[StoredMessage]:
         n = len(batch)
-        if n <= SCRIPT_LIMIT:
-            return self._append_by_script(tx, conversation_id, batch, now, expires_at)
+        if n <= SCRIPT_LIMIT and expected_version is None:
+            return self._append_by_script(tx, conversation_id, batch, now, expires_at, given_back)
         if n > INSERT_CHUNK:
-            return super()._append(conversation_id, batch, now, expires_at, tx)
+            return super()._append(conversation_id, batch, now, expires_at, expected_version, tx)
         offset = batch.system_offset
         params = reservation_params(conversation_id, batch, now, expires_at)
         reserve = self._reserve_statement(offset is not None)
@@ -134,6 +178,9 @@ class MysqlPlan(Plan):
         # statement inserted it (no auto-increment column, nothing set).
         encoded = int(reply.lastrowid or 0)
         start = encoded // 2 - n if encoded else FIRST_POSITION
+        check_version(conversation_id, expected_version, start, revived=encoded % 2 == 1)
+        if n <= SCRIPT_LIMIT:
+            return self._store_by_script(tx, conversation_id, batch, start, encoded % 2, given_back)
         rows = batch.rows(conversation_id, start)
         positions = {row["position"] for row in rows}
         m = self.tables.messages.c
@@ -153,6 +200,8 @@ class MysqlPlan(Plan):
                     m.position < start + n,
                 )
                 positions = {int(row[0]) for row in (tx.execute(filled)).rows}
+                if not positions:
+                    self._unreserve(tx, conversation_id, batch, start)
         if offset is not None and start + offset not in positions:
             # The reserved system position went to a duplicate: point at the real one.
             tx.execute(self.writes.fix_system(conversation_id))
@@ -165,6 +214,7 @@ class MysqlPlan(Plan):
         batch: Batch,
         now: datetime,
         expires_at: datetime | None,
+        given_back: list[int] | None,
     ) -> list[StoredMessage]:
         """Append a small batch by one statement list, its COMMIT included (one round trip).
 
@@ -185,7 +235,74 @@ class MysqlPlan(Plan):
         # The upsert's LAST_INSERT_ID: 2 * next_position + revived, 0 if it inserted the row.
         encoded = int(replies[0].lastrowid or 0)
         start = encoded // 2 - n if encoded else FIRST_POSITION
-        return stored_in(batch, start, {int(row[0]) for row in replies[-1].rows})
+        positions = {int(row[0]) for row in replies[-1].rows}
+        if not positions:
+            self._give_back(tx, conversation_id, batch, start, given_back)
+        return stored_in(batch, start, positions)
+
+    def _store_by_script(
+        self,
+        tx: Transaction,
+        conversation_id: str,
+        batch: Batch,
+        start: int,
+        revived: int,
+        given_back: list[int] | None,
+    ) -> list[StoredMessage]:
+        """Store a small batch after a checked reservation: one statement list with COMMIT.
+
+        The list of :meth:`_append_by_script` without its reservation: ``SET`` gives the
+        reserved start and the revival from here, and the rest runs as there.
+        """
+        n = len(batch)
+        offset = batch.system_offset
+        params: dict[str, Any] = {"cid": conversation_id, "n": n, "start": start}
+        params["revived"] = revived
+        for i, row in enumerate(batch.rows(conversation_id, FIRST_POSITION)):
+            for column, value in row.items():
+                params[f"{column}_{i}"] = value
+        replies = tx.script(self._checked_script(n, offset is not None), params)
+        positions = {int(row[0]) for row in replies[-1].rows}
+        if not positions:
+            self._give_back(tx, conversation_id, batch, start, given_back)
+        return stored_in(batch, start, positions)
+
+    def _give_back(
+        self,
+        tx: Transaction,
+        conversation_id: str,
+        batch: Batch,
+        start: int,
+        given_back: list[int] | None,
+    ) -> None:
+        """Give back the positions of a statement list that stored nothing (a retry).
+
+        In the transaction if it is still open; if the list committed it, :meth:`append`
+        gives them back after it, in a transaction of its own (``given_back`` holds the
+        start), unless another append has reserved since (the version then grew anyway).
+        """
+        if not getattr(tx, "committed", False):
+            self._unreserve(tx, conversation_id, batch, start)
+        elif given_back is not None:
+            given_back.append(start)
+
+    def _checked_script(self, n: int, with_system: bool) -> tuple[Executable, ...]:
+        """The statements of :meth:`_store_by_script`, built once per kind of batch.
+
+        Those of :meth:`_script` after its reservation and its ``SET``, behind a ``SET`` of
+        the same session variables from the parameters ``start`` and ``revived``.
+        """
+        if self._checked_scripts is None:
+            self._checked_scripts = {}
+        script = self._checked_scripts.get((n, with_system))
+        if script is None:
+            given = text("SET @chatmem_start := :start, @chatmem_revived := :revived")
+            given = given.bindparams(
+                bindparam("start", type_=Integer()), bindparam("revived", type_=Integer())
+            )
+            script = (given, *self._script(n, with_system)[2:])
+            self._checked_scripts[(n, with_system)] = script
+        return script
 
     def _script(self, n: int, with_system: bool) -> tuple[Executable, ...]:
         """The statements of :meth:`_append_by_script` for ``n`` messages, built once."""
@@ -222,7 +339,9 @@ class MysqlPlan(Plan):
         if with_system:
             newest = (
                 select(func.max(m.position))
-                .where(m.conversation_id == cid, m.is_system.is_(True))
+                # The type as a literal: an anonymous parameter would be named like the
+                # rows' own (type_0, type_1...), whose values the list binds by name.
+                .where(m.conversation_id == cid, m.type == literal_column(_SYSTEM_TYPE))
                 .scalar_subquery()
             )
             statements.append(

@@ -32,8 +32,14 @@ from sqlalchemy.dialects import postgresql
 
 from chatmem.backend import StoredMessage
 from chatmem.conversation_ids import owner_of
-from chatmem.messages import SystemMessage, encode_message
-from chatmem_repositories.sql._codec import FIRST_POSITION, Batch, search_text, stored_in
+from chatmem.messages import encode_message
+from chatmem_repositories.sql._codec import (
+    FIRST_POSITION,
+    Batch,
+    is_out_of_windows,
+    search_text,
+    stored_in,
+)
 from chatmem_repositories.sql._sync.plans.returning import ReturningPlan
 from chatmem_repositories.sql._sync.runner import Transaction
 from chatmem_repositories.sql._types import NUL_STAND_IN
@@ -76,7 +82,7 @@ class PostgresqlPlan(ReturningPlan):
     back and the transaction of the other dialects runs instead.
     """
 
-    _append_in_one: Select[Any] | None = None
+    _append_in_one: dict[bool, Select[Any]] | None = None
     _insert_json: Any = None
 
     @property
@@ -94,16 +100,34 @@ class PostgresqlPlan(ReturningPlan):
         return postgresql.insert(table)
 
     def append(
-        self, conversation_id: str, batch: Batch, now: datetime, expires_at: datetime | None
+        self,
+        conversation_id: str,
+        batch: Batch,
+        now: datetime,
+        expires_at: datetime | None,
+        expected_version: int | None = None,
     ) -> list[StoredMessage]:
-        """Store the batch's messages not stored yet: one statement when it can."""
+        """Store the batch's messages not stored yet: one statement when it can.
+
+        With ``expected_version`` the statement is the guarded one (see
+        :meth:`_append_statement`); when it reserves nothing, the transaction decides.
+        """
         if len(batch) <= ONE_STATEMENT_MAX:
-            answer = self.runner.send(
-                self._append_statement(), _params(conversation_id, batch, now, expires_at)
-            )
+            params = _params(conversation_id, batch, now, expires_at)
+            guarded = expected_version is not None
+            if guarded:
+                params["v"] = expected_version
+            answer = self.runner.send(self._append_statement(guarded=guarded), params)
             if answer:
-                start = int(answer[0][0]) - len(batch)
+                n = len(batch)
+                start = int(answer[0][0]) - n
                 positions = {int(row[1]) for row in answer if row[1] is not None}
+                if not positions:
+                    # Every id was stored already (a retry): the version stays as it was,
+                    # unless another append has reserved since.
+                    unreserve = self.writes.unreserve()
+                    back = {"cid": conversation_id, "n": n, "end": start + n}
+                    self.runner.transaction(lambda tx: tx.execute(unreserve, back))
                 offset = batch.system_offset
                 if offset is not None and start + offset not in positions:
                     # Not expected (a new conversation holds no message yet), but a stored
@@ -112,17 +136,24 @@ class PostgresqlPlan(ReturningPlan):
                     self.runner.transaction(lambda tx: tx.execute(fix))
                 return stored_in(batch, start, positions)
             # No row: the conversation had expired, or it exists and the batch holds a
-            # system message (whose id may be stored already); the transaction does it.
-        return super().append(conversation_id, batch, now, expires_at)
+            # system message (whose id may be stored already), or (guarded) it is not at
+            # the expected version; the transaction does it, or refuses it.
+        return super().append(conversation_id, batch, now, expires_at, expected_version)
 
-    def _append_statement(self) -> Select[Any]:
+    def _append_statement(self, *, guarded: bool = False) -> Select[Any]:
         # Built once per plan: constructing this statement costs more than running it. The
         # rows travel as one JSON text read by json_to_recordset(), not one array per
         # column: the text is the same for every batch size (compiled once), and the driver
         # sends one string instead of adapting every element of seven arrays, which was
-        # most of a large append's client time.
-        if self._append_in_one is not None:
-            return self._append_in_one
+        # most of a large append's client time. The guarded statement (an append with an
+        # expected version, parameter ``v``) reserves only in a live row whose counter is
+        # v + 1, or in a new row if v is 0: a check on the row it locks, so of two writers
+        # at one version the second, waiting for the lock, sees the first's counter.
+        if self._append_in_one is None:
+            self._append_in_one = {}
+        cached = self._append_in_one.get(guarded)
+        if cached is not None:
+            return cached
         conversations = self.tables.conversations
         c = conversations.c
         cid = bindparam("cid", type_=c.conversation_id.type)
@@ -134,12 +165,15 @@ class PostgresqlPlan(ReturningPlan):
         # An existing live conversation: a plain UPDATE reserves the positions (no
         # speculative insert into the primary key, as an upsert's ON CONFLICT tries first).
         system = bindparam("sys", type_=Integer())
+        version = bindparam("v", type_=Integer())
+        at_version = (c.next_position == version + 1,) if guarded else ()
         bumped = (
             update(conversations)
             .where(
                 c.conversation_id == cid,
                 or_(c.expires_at.is_(None), c.expires_at > now),
                 system.is_(None),
+                *at_version,
             )
             .values(next_position=c.next_position + n, updated_at=now, expires_at=expires_at)
             .returning(c.next_position)
@@ -157,7 +191,7 @@ class PostgresqlPlan(ReturningPlan):
             expires_at,
             # The batch's last system message, if any: new, so stored at its position.
             system + literal_column(str(FIRST_POSITION), Integer()),
-        ).where(~exists(select(bumped.c.next_position)))
+        ).where(~exists(select(bumped.c.next_position)), *((version == 0,) if guarded else ()))
         created = (
             postgresql.insert(conversations)
             .from_select(
@@ -188,8 +222,9 @@ class PostgresqlPlan(ReturningPlan):
         ).select_from(reserve.join(incoming, true()))
         inserted = self._insert_from(source).cte("inserted")
         statement: Select[Any] = select(reserve.c.next_position, inserted.c.position)
-        self._append_in_one = statement.select_from(reserve.outerjoin(inserted, true()))
-        return self._append_in_one
+        statement = statement.select_from(reserve.outerjoin(inserted, true()))
+        self._append_in_one[guarded] = statement
+        return statement
 
     def _insert_from(self, source: Select[Any]) -> Any:
         """``INSERT INTO messages SELECT ... ON CONFLICT DO NOTHING RETURNING position``."""
@@ -243,7 +278,7 @@ def _rows_json(batch: Batch) -> str:
             "offset": offset,
             "message_id": message.id,
             "type": str(message.type),
-            "is_system": isinstance(message, SystemMessage),
+            "is_system": is_out_of_windows(message),
             # Naive UTC, as the column stores it (JSON skips the column type's conversion).
             "created_at": message.created_at.astimezone(UTC).replace(tzinfo=None).isoformat(),
             # The search column's NUL substitution (PostgreSQL text cannot hold NUL).
