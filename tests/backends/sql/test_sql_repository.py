@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, event, make_url, text
 from chatmem import (
     AssistantMessage,
     AsyncMessageWindowChatMemory,
+    EventMessage,
     Message,
     MessageWindowChatMemory,
     SystemMessage,
@@ -31,6 +32,7 @@ from chatmem.exceptions import (
     RepositoryError,
     RepositoryOutcomeUnknownError,
     RepositoryTimeoutError,
+    VersionConflictError,
 )
 from chatmem.testing import ManualClock
 from chatmem_repositories import create_async_repository, create_repository
@@ -787,6 +789,102 @@ def test_a_batch_of_stored_and_new_ids_stores_only_the_new_ones(
     assert int(later[0].position) > max(positions)
 
 
+def test_statements_of_a_checked_append(repository: SqlChatMemoryRepository, cid: str) -> None:
+    # The version check rides on the reservation: no statement of its own when it passes,
+    # and a refused append stops right after the reservation (its transaction rolls back).
+    repository.append(cid, [UserMessage("q0")])
+    version = repository.find_version(cid)
+    statements = count_statements(repository)
+    repository.append(cid, [AssistantMessage("a0")], expected_version=version)
+    checked = list(statements)
+    statements.clear()
+    with pytest.raises(VersionConflictError):
+        repository.append(cid, [UserMessage("late")], expected_version=version)
+    refused = list(statements)
+    print(f"\n{repository._backend}: checked append {checked}; refused {refused}")
+    accepted = {
+        "postgresql": ["WITH"],  # the guarded one-statement append
+        "sqlite": ["INSERT", "INSERT"],  # upsert, insert: as unchecked
+        "mysql": ["INSERT", "SET"],  # the upsert, then one statement list to the COMMIT
+    }
+    assert checked == accepted[repository._backend]
+    assert refused == {"postgresql": ["WITH", "INSERT"]}.get(repository._backend, ["INSERT"])
+    assert [m.text for m in repository.find_by_conversation_id(cid)] == ["q0", "a0"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("size", [1, SCRIPT_LIMIT + 1, 501])
+@pytest.mark.parametrize("with_system", [False, True])
+def test_checked_appends_of_every_size(
+    repository: SqlChatMemoryRepository, cid: str, size: int, with_system: bool
+) -> None:
+    # Each size takes another path on some dialect: MySQL's statement list, its statements
+    # one by one, and the chunked path of every dialect for more than 500 messages.
+    def batch(tag: str) -> list[Message]:
+        messages: list[Message] = [UserMessage(f"{tag}{i}") for i in range(size)]
+        if with_system:
+            messages[size // 2] = SystemMessage(f"{tag} rules")
+        return messages
+
+    first = batch("a")
+    repository.append(cid, first, expected_version=0)
+    version = repository.find_version(cid)
+    assert version == size
+    with pytest.raises(VersionConflictError) as raised:
+        repository.append(cid, batch("b"), expected_version=version - 1)
+    assert raised.value.actual_version == version
+    assert repository.find_version(cid) == version
+    assert repository.count_messages(cid) == size
+    assert repository.append(cid, first, expected_version=version) == []  # all stored
+    assert repository.find_version(cid) == version
+    second = batch("c")
+    assert len(repository.append(cid, second, expected_version=version)) == size
+    assert repository.find_version(cid) == 2 * size
+    assert repository.find_by_conversation_id(cid) == [*first, *second]
+    if with_system:
+        system = repository.find_system_message(cid)
+        assert system is not None
+        assert system.message.text == "c rules"  # type: ignore[union-attr]
+
+
+def test_a_refused_append_leaves_the_expiry_and_an_expired_conversation_is_at_0(
+    url: str, cid: str
+) -> None:
+    clock = ManualClock()
+    with SqlChatMemoryRepository.from_url(
+        url, table_prefix=PREFIX, initialize_schema="always", ttl=60, clock=clock
+    ) as repository:
+        repository.append(cid, [UserMessage("a")])
+        clock.advance(50)
+        with pytest.raises(VersionConflictError):
+            repository.append(cid, [UserMessage("refused")], expected_version=0)
+        clock.advance(11)  # past the expiry the refused append would have moved
+        assert repository.find_version(cid) == 0
+        assert repository.find_recent(cid, 10) == []
+        with pytest.raises(VersionConflictError) as raised:
+            repository.append(cid, [UserMessage("stale")], expected_version=1)
+        assert raised.value.actual_version == 0
+        event = EventMessage("acme.audit", {"n": 1})
+        stored = repository.append(cid, [event, UserMessage("b")], expected_version=0)
+        assert [s.message for s in repository.find_history(cid)] == [s.message for s in stored]
+        assert repository.find_version(cid) == int(stored[-1].position)
+        repository.delete_by_conversation_id(cid)
+
+
+def test_events_stay_out_of_the_system_reference(
+    repository: SqlChatMemoryRepository, cid: str
+) -> None:
+    # A system message whose id is stored already sends the reference to the newest system
+    # message by type: events share its is_system flag, never its role.
+    system = SystemMessage("rules")
+    repository.append(cid, [system, UserMessage("q")])
+    repository.append(cid, [system, EventMessage("acme.audit", {}), AssistantMessage("a")])
+    current = repository.find_system_message(cid)
+    assert current is not None
+    assert current.message == system
+    assert repository.delete_between(cid, None, 10**6) == 2
+    assert [m.type for m in repository.find_by_conversation_id(cid)] == ["system", "event"]
+
+
 def test_an_append_to_an_expired_conversation_starts_a_new_life(url: str, cid: str) -> None:
     # The reservation tells a revival apart (MySQL/MariaDB: the low bit of LAST_INSERT_ID):
     # the old messages go, and ids of the old life are stored again.
@@ -856,6 +954,24 @@ def test_generic_reservation_path_used_by_sql_server_and_oracle(
     run_all([lambda w=w: writer(w) for w in range(8)])  # type: ignore[misc]
     texts = [m.text for m in repository.find_by_conversation_id(fresh)]  # type: ignore[union-attr]
     assert sorted(texts) == sorted(f"{w}:{i}" for w in range(8) for i in range(20))
+
+
+def test_checked_appends_on_the_generic_reservation_path(
+    repository: SqlChatMemoryRepository, cid: str
+) -> None:
+    # The portable plan checks the version after its locked SELECT of the counter.
+    repository._plan = Plan(repository._tables, repository._engine.dialect, repository._runner)
+    first = UserMessage("u0")
+    repository.append(cid, [first], expected_version=0)
+    version = repository.find_version(cid)
+    with pytest.raises(VersionConflictError):
+        repository.append(cid, [UserMessage("late")], expected_version=version - 1)
+    assert repository.append(cid, [first], expected_version=version) == []  # all stored
+    assert repository.find_version(cid) == version
+    repository.append(cid, [EventMessage("acme.audit", {}), UserMessage("u1")], expected_version=1)
+    assert repository.find_version(cid) == 3
+    assert repository.delete_between(cid, 1, 3) == 1
+    assert [m.type for m in repository.find_by_conversation_id(cid)] == ["user", "event"]
 
 
 def _prepared_plans(engine: Any) -> tuple[str, dict[str, tuple[int, int]]]:
