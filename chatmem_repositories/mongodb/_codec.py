@@ -13,14 +13,14 @@ text. ``gen`` names the life of the conversation the message belongs to (see bel
 ``expires_at`` (only with a TTL) is the expiry the append that wrote the message set on the
 conversation: it tells messages written since a conversation expired from the dead ones even
 when the conversation document is gone (see :func:`live` and :func:`dead`). ``batch`` (only
-on messages appended together with others) is ``{id, first, size, system}``: the messages one
-insert wrote, at positions ``first`` to ``first + size - 1``; ``system`` lists the offsets of
-system messages among them, when there are any. Reads show a batch only whole (see
-:func:`whole_batches`).
+on messages appended together with others) is ``{id, first, size, system, events}``: the
+messages one insert wrote, at positions ``first`` to ``first + size - 1``; ``system`` and
+``events`` list the offsets of the system messages and of the events among them, when there
+are any (windows show neither). Reads show a batch only whole (see :func:`whole_batches`).
 
 ``<prefix>conversations``: one document per conversation::
 
-    {_id: conversation_id, owner, gen, last_position, updated_at, expires_at}
+    {_id: conversation_id, owner, gen, last_position, updated_at, expires_at, deleted_through}
 
 ``last_position`` is the position counter (``$inc`` reserves a block of positions);
 ``expires_at`` the stored expiry when a TTL is configured. The unique indexes, not the
@@ -33,6 +33,13 @@ apply out of order. ``gen`` is set once when the document is created; messages l
 a previous life of the same id (after a native TTL index removed the conversation document, or
 a delete raced an append) have another ``gen``: the next creation deletes the dead ones and
 takes the live ones into its life.
+
+Events (``type: "event"``) are stored like every message; windows leave them out as they leave
+out system messages (:data:`UNWINDOWED`), and the deletes keep both. A conversation's version
+(:func:`version_of`) is its newest stored position, or ``deleted_through`` when that is higher:
+``delete_between`` records there the newest position it deleted (the field is absent on
+conversations it never ran on), so a delete never takes the version back and no position is
+handed out twice by a version-checked append.
 
 Servers without TTL indexes (FerretDB 1.24) apply a conditional delete as a read followed by a
 delete by ``_id``, so ``purge_expired`` can delete a conversation document that an append
@@ -67,6 +74,7 @@ from chatmem.messages import Message, MessageType, decode_message, encode_messag
 from ._errors import BACKEND
 
 __all__ = [
+    "UNWINDOWED",
     "batch_documents",
     "check_position",
     "count_pipeline",
@@ -81,8 +89,12 @@ __all__ = [
     "regex_literal",
     "server_product",
     "stored_from_document",
+    "version_of",
     "whole_batches",
 ]
+
+UNWINDOWED = [MessageType.SYSTEM.value, MessageType.EVENT.value]
+"""The stored types windows leave out and the deletes keep: system messages and events."""
 
 _NUL_STAND_IN = "\ufffd"  # FerretDB rejects NUL inside strings; only the search copy needs it
 
@@ -130,14 +142,16 @@ def batch_documents(
     """Build the documents of one insert, at consecutive positions from ``first``.
 
     Several messages are tagged as one batch (a fresh id per insert, so the documents of two
-    inserts never count as one batch); a lone message is whole whenever it is there.
+    inserts never count as one batch); a lone message is whole whenever it is there. The tag
+    lists the offsets of the batch's system messages and events, which windows do not read.
     """
     tag: dict[str, Any] | None = None
     if len(messages) > 1:
         tag = {"id": ObjectId(), "first": first, "size": len(messages)}
-        system = [i for i, m in enumerate(messages) if m.type is MessageType.SYSTEM]
-        if system:
-            tag["system"] = system
+        for key, kind in (("system", MessageType.SYSTEM), ("events", MessageType.EVENT)):
+            offsets = [i for i, m in enumerate(messages) if m.type is kind]
+            if offsets:
+                tag[key] = offsets
     return [
         message_document(conversation_id, gen, first + i, m, expires_at=expires_at, batch=tag)
         for i, m in enumerate(messages)
@@ -149,12 +163,12 @@ def whole_batches(
     *,
     low: float = -math.inf,
     high: float = math.inf,
-    skip_system: bool = False,
+    chat_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Drop the documents of batches that are not whole, keeping the order.
 
     The documents are what a read found at positions ``low`` to ``high`` (every one there,
-    but system messages when ``skip_system``). A batch is whole when every member it has in
+    but system messages and events when ``chat_only``). A batch is whole when every member it has in
     that range is among them: positions outside it are another page, or the part of the
     batch a full window cuts off at its far end.
     """
@@ -168,7 +182,7 @@ def whole_batches(
         tag = document.get("batch")
         if tag is None or tag["id"] in broken:
             continue
-        skipped = set(tag.get("system", ())) if skip_system else set()
+        skipped = {*tag.get("system", ()), *tag.get("events", ())} if chat_only else set()
         first = int(tag["first"])
         wanted = {
             first + offset
@@ -257,6 +271,18 @@ def stored_from_document(document: dict[str, Any], conversation_id: str) -> Stor
         )
     message = decode_message(data, conversation_id=conversation_id)
     return StoredMessage(int(document["position"]), message)
+
+
+def version_of(newest: dict[str, Any] | None, conversation: dict[str, Any] | None) -> int:
+    """A conversation's version: its newest stored position, or the newest it deleted.
+
+    Args:
+        newest: The newest message document of the conversation's current life, if any.
+        conversation: Its conversation document, if any (``deleted_through`` is read).
+    """
+    stored = 0 if newest is None else int(newest["position"])
+    deleted = 0 if conversation is None else int(conversation.get("deleted_through", 0))
+    return max(stored, deleted)
 
 
 def is_expired(document: dict[str, Any] | None, now: datetime) -> bool:

@@ -109,13 +109,27 @@ class AsyncExpiry:
         is ``None`` when there is no document; the filter is ``None`` when the conversation
         has expired (or, with a TTL, does not exist).
         """
+        query, document = await self.scope_and_document(conversation_id)
+        if query is None or document is None:
+            return query, None
+        return query, int(document.get("last_position", 0))
+
+    async def scope_and_document(
+        self, conversation_id: str
+    ) -> tuple[Document | None, Document | None]:
+        """Return :meth:`scope` and the conversation document it was read from.
+
+        The document (``None`` when there is none) is returned even when the conversation
+        has expired (the filter is then ``None``): a version-checked append starting a new
+        life positions it after the expired one's counter.
+        """
         query: Document = {"conversation_id": conversation_id}
         document = await self._conversations.find_one(
-            {"_id": conversation_id}, projection={"expires_at": 1, "gen": 1, "last_position": 1}
+            {"_id": conversation_id},
+            projection={"expires_at": 1, "gen": 1, "last_position": 1, "deleted_through": 1},
         )
-        counter = None if document is None else int(document.get("last_position", 0))
         if self.ttl is None:
-            return query, counter
+            return query, document
         now = self.now()
         if document is None and not self.native_ttl:
             # A purge may have deleted the document under live messages an instant ago (see
@@ -125,8 +139,8 @@ class AsyncExpiry:
                 return None, None
             return {**query, "gen": newest.get("gen"), **live(now)}, None
         if document is None or is_expired(document, now):
-            return None, None
-        return {**query, "gen": document.get("gen")}, counter
+            return None, document
+        return {**query, "gen": document.get("gen")}, document
 
     async def newest_live(self, conversation_id: str, now: datetime) -> Document | None:
         """Return the newest message written less than a TTL before ``now``."""

@@ -22,15 +22,17 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from chatmem.backend import Lock, StoredMessage, unique_by_id
 from chatmem.conversation_ids import owner_of
-from chatmem.exceptions import RepositoryError
+from chatmem.exceptions import RepositoryError, VersionConflictError
 from chatmem.messages import Message, MessageType
 
 from .._codec import (
+    UNWINDOWED,
     batch_documents,
     count_pipeline,
     counted_messages,
     is_dead,
     partial_batches,
+    version_of,
     whole_batches,
 )
 from .._drivers import Collection, Document
@@ -153,7 +155,7 @@ class Batches:
         if full:
             low = max(low, int(found[-1]["position"]))
         shown = [d for d in found if int(d["position"]) >= low]  # every message from low up
-        kept = [d for d in whole_batches(shown, low=low) if d.get("type") != _SYSTEM]
+        kept = [d for d in whole_batches(shown, low=low) if d.get("type") not in UNWINDOWED]
         if len(kept) >= limit or (low <= 1 and not full):
             return system, kept[:limit]
         return system, self._recent(scope, limit)
@@ -163,8 +165,8 @@ class Batches:
         return found[0] if found else None
 
     def _recent(self, scope: Document, limit: int) -> list[Document]:
-        query = {**scope, "type": {"$ne": _SYSTEM}}
-        return self.page(query, limit=limit, newest_first=True, skip_system=True)
+        query = {**scope, "type": {"$nin": UNWINDOWED}}
+        return self.page(query, limit=limit, newest_first=True, chat_only=True)
 
     def page(
         self,
@@ -174,13 +176,13 @@ class Batches:
         newest_first: bool,
         low: float = -math.inf,
         high: float = math.inf,
-        skip_system: bool = False,
+        chat_only: bool = False,
         scope: Document | None = None,
     ) -> list[Document]:
         """Fetch up to ``limit`` documents of whole batches, in position order.
 
         Without ``scope``, the query selects every message from position ``low`` to ``high``
-        (but system messages, with ``skip_system``), so the page alone tells whole batches
+        (but system messages and events, with ``chat_only``), so the page alone tells whole batches
         (see ``whole_batches``); a batch the limit cuts at the far end of a full page shows
         in part, as windows show it. With ``scope``, the query filters on more (the time, type
         and text filters of ``find_history``), and batches with members missing from the page
@@ -199,7 +201,7 @@ class Batches:
                     documents,
                     low=edge if edge is not None and newest_first else low,
                     high=edge if edge is not None and not newest_first else high,
-                    skip_system=skip_system,
+                    chat_only=chat_only,
                 )
             if len(kept) >= limit or not full:
                 return kept[:limit]
@@ -232,16 +234,7 @@ class Batches:
             "$set": {"updated_at": now, "expires_at": expires_at},
             "$setOnInsert": {"owner": owner_of(conversation_id), "gen": fresh_gen},
         }
-        try:
-            before = self._conversations.find_one_and_update(
-                {"_id": conversation_id}, update, upsert=True, return_document=ReturnDocument.BEFORE
-            )
-        except DuplicateKeyError:
-            # Two upserts created the same conversation at once and this one lost; the
-            # document exists now, so the retry is a plain update.
-            before = self._conversations.find_one_and_update(
-                {"_id": conversation_id}, update, upsert=True, return_document=ReturnDocument.BEFORE
-            )
+        before = self._upsert(conversation_id, update)
         first = (0 if before is None else int(before.get("last_position", 0))) + 1
         gen = fresh_gen if before is None else before.get("gen")
         return first, gen, before
@@ -312,6 +305,7 @@ class Batches:
         first: int,
         *,
         moved: bool = False,
+        expected_version: int | None = None,
     ) -> list[StoredMessage]:
         """Insert the batch whole at consecutive positions from ``first``.
 
@@ -322,7 +316,9 @@ class Batches:
         are skipped (a retry), and the rest is inserted again, whole. A taken position,
         which happens on servers whose ``$inc`` is not atomic (FerretDB 1.24 loses
         concurrent updates), moves the batch past the newest stored position and the counter
-        is raised to match (as it is when ``moved``).
+        is raised to match (as it is when ``moved``). With ``expected_version``, a taken
+        position means another writer stored a message since the version was checked: the
+        append stores nothing and raises :class:`~chatmem.exceptions.VersionConflictError`.
         """
         pending, position = batch, first
         for _ in range(_INSERT_ATTEMPTS):
@@ -346,6 +342,11 @@ class Batches:
                     )
                 stored, found = self._settle(conversation_id, gen, pending)
                 if pending[index].id not in found:  # a taken position, not a stored id
+                    if expected_version is not None:
+                        actual = self.version(conversation_id)
+                        raise VersionConflictError(
+                            conversation_id, expected_version, actual
+                        ) from exc
                     position, moved = self._max_position(conversation_id) + 1, True
                 pending = [m for m in pending if m.id not in stored]
                 continue
@@ -358,10 +359,45 @@ class Batches:
             backend=BACKEND,
         )
 
+    def version(self, conversation_id: str) -> int:
+        """Return the conversation's version (see ``version_of``): 0 if it holds nothing.
+
+        The conversation document by ``_id``, then the newest message of its current life
+        (one indexed lookup): two round trips, or one when the conversation has expired.
+        """
+        return (self._checked_start(conversation_id))[0]
+
+    def _checked_start(self, conversation_id: str) -> tuple[int, int]:
+        """Return the conversation's version and the position a checked append stores at.
+
+        The position is the one after the version, so that the unique position index lets a
+        checked append store only if no other writer stored there first, including a writer
+        that had reserved its positions before the version was read; it is the one after the
+        expired life's counter when the conversation starts a new life.
+        """
+        scope, document = self._expiry.scope_and_document(conversation_id)
+        if scope is None:
+            restart = 0 if document is None else int(document.get("last_position", 0))
+            return 0, restart + 1
+        newest = self._messages.find_one(
+            scope, projection={"_id": 0, "position": 1}, sort=[("position", DESCENDING)]
+        )
+        version = version_of(newest, document)
+        return version, version + 1
+
     def write(
-        self, conversation_id: str, messages: Sequence[Message], *, replace: bool
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        replace: bool,
+        expected_version: int | None = None,
     ) -> list[StoredMessage]:
-        """Append a batch (with ``replace``, in place of everything); returns what it stored."""
+        """Append a batch (with ``replace``, in place of everything); returns what it stored.
+
+        With ``expected_version``, nothing is written unless the conversation is at that
+        version (see :meth:`_write_checked`).
+        """
         batch = unique_by_id(messages)
         # Writers in this process take turns per conversation so they do not race for the
         # same positions. Only an optimisation: the unique indexes are what keep writers
@@ -370,6 +406,8 @@ class Batches:
         entry[1] += 1
         try:
             with entry[0]:
+                if expected_version is not None:
+                    return self._write_checked(conversation_id, batch, expected_version)
                 now = self._expiry.now()
                 expires_at = self._expiry.expiry(now)
                 first, gen, before = self._reserve(conversation_id, len(batch), now, expires_at)
@@ -391,24 +429,127 @@ class Batches:
             if entry[1] <= 0:
                 self._writers.pop(conversation_id, None)
 
-    def delete_before(self, scope: Document, position: int) -> int:
-        """Delete the non-system messages of ``scope`` before ``position``; return how many.
+    def _write_checked(
+        self, conversation_id: str, batch: list[Message], expected_version: int
+    ) -> list[StoredMessage]:
+        """Append a batch only if the conversation is at ``expected_version``.
 
-        A batch this cuts keeps its system messages and its part from ``position`` on, as
-        single messages: their ``batch`` goes first (one ``update``), or reads would hide
-        them for good (the batch would never be whole again). Meanwhile the part to delete
-        is hidden already: what is left of its batch is not whole.
+        The version is read first (two round trips, see :meth:`version`); when it differs,
+        nothing is written. Otherwise the batch goes to the positions right after the
+        version: ``findAndModify`` raises the counter to its end (``$max``), sets the
+        expiry and creates the conversation if needed, then the ordered insert. Of writers
+        storing at those positions in between, in any process, the unique position index
+        lets one win; a checked append that loses raises and leaves nothing of its batch.
+        Writers of this repository take turns (the caller holds the conversation's lock),
+        so among them the check is exact.
+        """
+        actual, first = self._checked_start(conversation_id)
+        if actual != expected_version:
+            raise VersionConflictError(conversation_id, expected_version, actual)
+        now = self._expiry.now()
+        expires_at = self._expiry.expiry(now)
+        last = first + len(batch) - 1
+        gen, before = self._reserve_through(conversation_id, last, now, expires_at)
+        moved = self._expiry.clear_previous_life(conversation_id, gen, before, wipe=False)
+        if moved:
+            # Live messages of another life joined this one (see AsyncExpiry.restore).
+            first = max(first, self._max_position(conversation_id) + 1)
+        stored = self._insert(
+            conversation_id,
+            gen,
+            expires_at,
+            batch,
+            first,
+            moved=moved,
+            expected_version=expected_version,
+        )
+        if self._expiry.checks_purges:
+            self._expiry.confirm(conversation_id, gen)
+        if stored:
+            self._saw(conversation_id, int(stored[-1].position))
+        return stored
+
+    def _reserve_through(
+        self, conversation_id: str, last: int, now: datetime, expires_at: datetime | None
+    ) -> tuple[Any, Document | None]:
+        """Raise the counter to at least ``last``; returns (gen, document before)."""
+        fresh_gen = ObjectId()
+        update: Document = {
+            "$max": {"last_position": last},
+            "$set": {"updated_at": now, "expires_at": expires_at},
+            "$setOnInsert": {"owner": owner_of(conversation_id), "gen": fresh_gen},
+        }
+        before = self._upsert(conversation_id, update)
+        return (fresh_gen if before is None else before.get("gen")), before
+
+    def _upsert(self, conversation_id: str, update: Document) -> Document | None:
+        """Apply ``update`` to the conversation document, creating it; return it as it was."""
+        try:
+            return self._conversations.find_one_and_update(
+                {"_id": conversation_id}, update, upsert=True, return_document=ReturnDocument.BEFORE
+            )
+        except DuplicateKeyError:
+            # Two upserts created the same conversation at once and this one lost; the
+            # document exists now, so the retry is a plain update.
+            return self._conversations.find_one_and_update(
+                {"_id": conversation_id}, update, upsert=True, return_document=ReturnDocument.BEFORE
+            )
+
+    def delete_before(self, scope: Document, position: int) -> int:
+        """Delete the chat messages of ``scope`` before ``position``; return how many.
+
+        A batch this cuts keeps its system messages, its events and its part from
+        ``position`` on, as single messages: their ``batch`` goes first (one ``update``), or
+        reads would hide them for good (the batch would never be whole again). Meanwhile
+        the part to delete is hidden already: what is left of its batch is not whole.
         """
         self._messages.update_many(
             {
                 **scope,
                 "batch": {"$exists": True},
                 "$or": [
-                    {"position": {"$lt": position}, "type": _SYSTEM},
+                    {"position": {"$lt": position}, "type": {"$in": UNWINDOWED}},
                     {"position": {"$gte": position}, "batch.first": {"$lt": position}},
                 ],
             },
             {"$unset": {"batch": ""}},
         )
-        doomed = {**scope, "position": {"$lt": position}, "type": {"$ne": _SYSTEM}}
+        doomed = {**scope, "position": {"$lt": position}, "type": {"$nin": UNWINDOWED}}
+        return (self._messages.delete_many(doomed)).deleted_count
+
+    def delete_between(
+        self, conversation_id: str, scope: Document, after: int | None, through: int
+    ) -> int:
+        """Delete the chat messages of ``scope`` in ``(after, through]``; return how many.
+
+        Four round trips: a ``find`` of the doomed messages' positions and batches; an
+        ``update`` that makes what stays of the batches they belong to (their system
+        messages, events and members outside the range) single messages, as
+        :meth:`delete_before` does; ``$max`` of ``deleted_through`` on the conversation
+        document to the newest doomed position, so the version never goes back (see
+        ``version_of``); then the ``delete``. Nothing is written when nothing is doomed.
+        """
+        span: Document = {"$lte": through}
+        if after is not None:
+            span["$gt"] = after
+        doomed: Document = {**scope, "position": span, "type": {"$nin": UNWINDOWED}}
+        found = self._messages.find(
+            doomed, projection={"_id": 0, "position": 1, "batch.id": 1}
+        ).to_list(None)
+        if not found:
+            return 0
+        batches = list({d["batch"]["id"] for d in found if d.get("batch")})
+        if batches:
+            self._messages.update_many(
+                {
+                    **scope,
+                    "batch.id": {"$in": batches},
+                    "$or": [{"position": {"$not": span}}, {"type": {"$in": UNWINDOWED}}],
+                },
+                {"$unset": {"batch": ""}},
+            )
+        newest = max(int(d["position"]) for d in found)
+        self._conversations.update_one(
+            {"_id": conversation_id}, {"$max": {"deleted_through": newest}}
+        )
         return (self._messages.delete_many(doomed)).deleted_count

@@ -24,11 +24,12 @@ from chatmem.backend import (
     normalize_ttl,
 )
 from chatmem.conversation_ids import validate_conversation_id
-from chatmem.exceptions import ConfigurationError
+from chatmem.exceptions import ConfigurationError, VersionConflictError
 from chatmem.messages import Message, MessageType
 from chatmem.repository import ConversationSummary
 
 from .._codec import (
+    UNWINDOWED,
     check_position,
     history_filter,
     server_product,
@@ -44,8 +45,6 @@ from .expiry import Expiry
 from .summaries import Summaries
 
 __all__ = ["MongoChatMemoryRepository"]
-
-_SYSTEM = MessageType.SYSTEM.value
 
 
 def _ensure_indexes(collection: Collection, indexes: list[IndexModel]) -> None:
@@ -268,25 +267,65 @@ class MongoChatMemoryRepository:
 
     # -- log capabilities ---------------------------------------------------------------------
 
-    def append(self, conversation_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int | None = None,
+    ) -> list[StoredMessage]:
         """Append messages; ids already stored in the conversation are skipped.
 
         Two round trips: ``find_one_and_update`` with ``$inc`` reserves a block of positions,
         then ``insert_many`` stores the documents. A writer that dies in between leaves unused
         positions (a gap), nothing else. Two writers appending the same message id: the
         unique ``(conversation_id, message_id)`` index lets exactly one store it.
+
+        With ``expected_version``, the version is read first (two round trips) and nothing
+        is written unless it matches; the batch then goes to the positions right after it,
+        so the unique position index refuses it if another writer stored there meanwhile
+        (see ``Batches._write_checked``).
+
+        Raises:
+            VersionConflictError: ``expected_version`` is given and is not the
+                conversation's version; nothing was stored.
         """
         validate_conversation_id(conversation_id)
         if not messages:
+            if expected_version is not None:
+                self._check_version(conversation_id, expected_version)
             return []
         self._ready()
         with mapped_driver_errors(write=True, tracked=self._tracked):
-            return self._batches.write(conversation_id, messages, replace=False)
+            return self._batches.write(
+                conversation_id, messages, replace=False, expected_version=expected_version
+            )
+
+    def _check_version(self, conversation_id: str, expected_version: int) -> None:
+        actual = self.find_version(conversation_id)
+        if actual != expected_version:
+            raise VersionConflictError(conversation_id, expected_version, actual)
+
+    def find_version(self, conversation_id: str) -> int:
+        """Return the conversation's version: 0 if it holds nothing (or expired).
+
+        The newest stored position (events and system messages count), or the newest one
+        ``delete_between`` deleted when that is higher: the conversation document by
+        ``_id``, then one indexed lookup of the newest message.
+        """
+        validate_conversation_id(conversation_id)
+        self._ready()
+        with mapped_driver_errors():
+            return self._batches.version(conversation_id)
 
     def find_recent(
         self, conversation_id: str, limit: int, *, before: Position | None = None
     ) -> list[StoredMessage]:
-        """Return the newest ``limit`` non-system messages, oldest first (one round trip)."""
+        """Return the newest ``limit`` chat messages, oldest first (one round trip).
+
+        Chat messages are user, assistant and tool messages: system messages and events are
+        left out.
+        """
         validate_conversation_id(conversation_id)
         check_limit(limit)
         if before is not None:
@@ -298,13 +337,13 @@ class MongoChatMemoryRepository:
             query = self._expiry.scope(conversation_id)
             if query is None:
                 return []
-            query["type"] = {"$ne": _SYSTEM}
+            query["type"] = {"$nin": UNWINDOWED}
             high = math.inf
             if before is not None:
                 query["position"] = {"$lt": before}
                 high = check_position(before) - 1
             documents = self._batches.page(
-                query, limit=limit, newest_first=True, high=high, skip_system=True
+                query, limit=limit, newest_first=True, high=high, chat_only=True
             )
             newest = [stored_from_document(d, conversation_id) for d in documents]
         newest.reverse()
@@ -429,7 +468,7 @@ class MongoChatMemoryRepository:
             return [stored_from_document(d, conversation_id) for d in documents]
 
     def delete_before(self, conversation_id: str, position: Position) -> int:
-        """Delete non-system messages positioned before ``position``.
+        """Delete user, assistant and tool messages positioned before ``position``.
 
         A batch this cuts keeps its system messages and its part from ``position`` on; they
         stay readable as single messages (one more round trip, an ``update``, before the
@@ -441,6 +480,25 @@ class MongoChatMemoryRepository:
         with mapped_driver_errors(write=True, tracked=self._tracked):
             query = self._expiry.scope(conversation_id)
             return 0 if query is None else self._batches.delete_before(query, before)
+
+    def delete_between(
+        self, conversation_id: str, after: Position | None, through: Position
+    ) -> int:
+        """Delete the user, assistant and tool messages positioned in ``(after, through]``.
+
+        System messages and events are kept, as single messages where they belonged to a
+        batch the range cuts (see ``Batches.delete_between``); the conversation
+        document records the newest position deleted, so the version does not go back.
+        """
+        validate_conversation_id(conversation_id)
+        low = None if after is None else check_position(after)
+        high = check_position(through)
+        self._ready()
+        with mapped_driver_errors(write=True, tracked=self._tracked):
+            query = self._expiry.scope(conversation_id)
+            if query is None:
+                return 0
+            return self._batches.delete_between(conversation_id, query, low, high)
 
     def purge_expired(self) -> int:
         """Delete expired conversations and their messages; returns how many conversations.

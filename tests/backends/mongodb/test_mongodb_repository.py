@@ -254,7 +254,7 @@ def test_whole_batches_tells_a_hole_from_a_window_edge() -> None:
     assert positions(whole_batches(window)) == []
     # Reads without system messages expect none; a page ending at position 5 expects no more.
     system_first = batch(7, 3, system=(0,))
-    assert positions(whole_batches(system_first[1:], skip_system=True)) == [8, 9]
+    assert positions(whole_batches(system_first[1:], chat_only=True)) == [8, 9]
     assert positions(whole_batches(system_first[1:])) == []
     assert positions(whole_batches(triple[:2], high=5)) == [4, 5]
 
