@@ -445,11 +445,13 @@ class AsyncBatches:
         The version is read first (two round trips, see :meth:`version`); when it differs,
         nothing is written. Otherwise the batch goes to the positions right after the
         version: ``findAndModify`` raises the counter to its end (``$max``), sets the
-        expiry and creates the conversation if needed, then the ordered insert. Of writers
-        storing at those positions in between, in any process, the unique position index
-        lets one win; a checked append that loses raises and leaves nothing of its batch.
-        Writers of this repository take turns (the caller holds the conversation's lock),
-        so among them the check is exact.
+        expiry and creates the conversation if needed, then the ordered insert. The unique
+        position index lets it store only where nothing was stored since the read, so in
+        position order the batch comes right after the version's message; a writer of
+        another process that stored at the next position first makes it raise, leaving
+        nothing of its batch, and one that stores further on is ordered after it. Writers
+        of this repository take turns (the caller holds the conversation's lock), so among
+        them the check is exact in time as well.
         """
         actual, first = await self._checked_start(conversation_id)
         if actual != expected_version:
