@@ -6,12 +6,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from agents.memory import SessionSettings
 
+from chatmem._uuid7 import uuid7
 from chatmem.backend import MAX_LIMIT
 from chatmem.conversation_ids import validate_conversation_id
 from chatmem.interop._openai_agents_items import (
     as_item_dict,
     call_names_in,
     item_to_message,
+    message_id_of,
     message_to_items,
 )
 from chatmem.messages import CHAT_MESSAGE_TYPES, AssistantMessage, Message
@@ -160,7 +162,35 @@ class ChatmemSession:
         if answered:
             names = {**await self._recent_call_names(), **names}
         messages: list[Message] = [item_to_message(d, names) for d in data]
-        await self.sessions.append(self.session_id, messages)
+        stored = await self.sessions.append(self.session_id, messages)
+        if len(stored) < len(messages):
+            await self._store_taken_back(messages, stored)
+
+    async def _store_taken_back(self, messages: list[Message], stored: list[StoredMessage]) -> None:
+        """Store again the items whose ids were skipped because a pop had taken them back.
+
+        A log remembers the id of a message it took back, so adding the same item after a
+        pop (the SDK does, to restore a tail it popped) would store nothing. Only skipped
+        items that are no longer among the newest messages are stored again; those still
+        there were a retry, and stay skipped.
+        """
+        kept = {s.message.id for s in stored}
+        skipped = [i for i, m in enumerate(messages) if m.id not in kept]
+        recent = await self.repository.find_recent(self.session_id, len(messages) + _CALL_LOOKBACK)
+        # By the items' ids: an item stored again before has a message id of its own.
+        live = {message_id_of(item) for item in _items_of(recent)} - kept
+        gone = [i for i in skipped if messages[i].id not in live]
+        if not gone:
+            return
+        # The batch's order must hold: what was stored after the first item to store again
+        # is taken back too, and everything from there goes in again under new ids.
+        first = gone[0]
+        after = [s for s in stored if messages.index(s.message) > first]
+        if after:
+            before = await self.repository.find_recent(self.session_id, 1, before=after[0].position)
+            await self.sessions.rewind(self.session_id, before[0].position if before else None)
+        again = [m.model_copy(update={"id": uuid7()}) for m in messages[first:] if m.id not in live]
+        await self.sessions.append(self.session_id, again)
 
     async def _recent_call_names(self) -> dict[str, str]:
         recent = await self.repository.find_recent(self.session_id, _CALL_LOOKBACK)
