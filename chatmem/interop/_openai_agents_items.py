@@ -24,6 +24,7 @@ from chatmem.messages import (
 
 __all__ = [
     "ITEM_KEY",
+    "OPAQUE_PROVIDER",
     "as_item_dict",
     "call_names_in",
     "item_to_message",
@@ -33,6 +34,10 @@ __all__ = [
 
 ITEM_KEY = "item"
 """Key, inside a message's ``metadata["openai_responses"]``, of the item kept verbatim."""
+
+OPAQUE_PROVIDER = "openai-agents"
+"""The provider of the items that are no Responses API item (neither a ``type`` nor a
+``role``): no converter sends them to a model."""
 
 # The SDK's placeholder id for items a provider gave no id: shared by many items, so it
 # cannot name a message.
@@ -60,11 +65,9 @@ def as_item_dict(item: object) -> dict[str, Any]:
     raise ConversionError(f"a session item must be a mapping, not {type(item).__name__}")
 
 
-def _kind(item: Mapping[str, Any]) -> str:
+def _kind(item: Mapping[str, Any]) -> str | None:
     kind = item.get("type", "message" if "role" in item else None)
-    if not isinstance(kind, str):
-        raise ConversionError(f"a session item without a type or role: {str(item)[:60]}")
-    return kind
+    return kind if isinstance(kind, str) else None
 
 
 def message_id_of(item: Mapping[str, Any]) -> str | None:
@@ -107,7 +110,13 @@ def _tool_output(item: Mapping[str, Any], names: Mapping[str, str]) -> ToolRespo
     )
 
 
-def _converted(item: dict[str, Any], kind: str, names: Mapping[str, str]) -> Message:
+def _converted(item: dict[str, Any], kind: str | None, names: Mapping[str, str]) -> Message:
+    if kind is None:
+        # Not a Responses item: what a wrapping session stores (the SDK's EncryptedSession
+        # stores envelopes). Kept, and sent to no model.
+        return AssistantMessage(
+            provider_items=[ProviderItem(provider=OPAQUE_PROVIDER, type="opaque", data=item)]
+        )
     role = item.get("role")
     if kind == "function_call_output":
         return _tool_output(item, names)
@@ -125,7 +134,8 @@ def item_to_message(item: object, names: Mapping[str, str]) -> Message:
     User text is a user message, an assistant ``message`` item an assistant message, a
     ``reasoning`` item an assistant message holding one reasoning part, a ``function_call``
     item an assistant message holding one tool call, a ``function_call_output`` item a tool
-    response message; any other item an assistant message holding it as a provider item.
+    response message; any other item an assistant message holding it as a provider item
+    (of provider ``openai``, or :data:`OPAQUE_PROVIDER` for a dict that is no Responses item).
     Where the message does not give the item back exactly, the item is kept verbatim in the
     message's ``metadata["openai_responses"]["item"]``.
 
@@ -134,7 +144,7 @@ def item_to_message(item: object, names: Mapping[str, str]) -> Message:
         names: Tool names by call id, for ``function_call_output`` items.
 
     Raises:
-        ConversionError: The item is not a mapping, or has neither a type nor a role.
+        ConversionError: The item is neither a mapping nor an ``openai`` SDK object.
     """
     data = as_item_dict(item)
     message = _converted(data, _kind(data), names)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from agents.memory import SessionSettings
+from agents.memory.session_settings import coerce_session_settings
 
 from chatmem._uuid7 import uuid7
 from chatmem.backend import MAX_LIMIT
@@ -13,7 +14,6 @@ from chatmem.interop._openai_agents_items import (
     as_item_dict,
     call_names_in,
     item_to_message,
-    message_id_of,
     message_to_items,
 )
 from chatmem.messages import CHAT_MESSAGE_TYPES, AssistantMessage, Message
@@ -36,6 +36,10 @@ _CHAT_TYPES = sorted(CHAT_MESSAGE_TYPES)
 
 def _items_of(stored: list[StoredMessage]) -> list[dict[str, Any]]:
     return [item for s in stored for item in message_to_items(s.message)]
+
+
+def _indexes(flags: list[bool]) -> list[int]:
+    return [i for i, flag in enumerate(flags) if flag]
 
 
 class ChatmemSession:
@@ -72,17 +76,19 @@ class ChatmemSession:
         session_id: The session's id: the chatmem conversation id.
         repository: An async session log (``create_async_repository(url)`` of any backend).
         session_settings: The SDK's settings; their ``limit`` is the default of
-            :meth:`get_items` (a dict is accepted too).
+            :meth:`get_items` (a dict is accepted too, as by the SDK's sessions).
 
     Raises:
         InvalidConversationIdError: The session id is not a valid conversation id.
         ConfigurationError: The repository is not an async session log.
+        TypeError: The settings name a field the SDK's settings do not have.
     """
 
     session_id: str
     """The session's id, which is the chatmem conversation id."""
     session_settings: SessionSettings | None
-    """The SDK's session settings: ``limit`` is the default of :meth:`get_items`."""
+    """The SDK's session settings (empty ones by default): ``limit`` is the default of
+    :meth:`get_items`."""
 
     def __init__(
         self,
@@ -97,9 +103,9 @@ class ChatmemSession:
         self.repository = repository
         """The session log."""
         self.session_settings = (
-            SessionSettings(**session_settings)
-            if isinstance(session_settings, dict)
-            else session_settings
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
         )
 
     def __repr__(self) -> str:
@@ -148,7 +154,7 @@ class ChatmemSession:
             items: The items, oldest first.
 
         Raises:
-            ConversionError: An item is not a mapping or has neither a type nor a role.
+            ConversionError: An item is neither a dict nor an ``openai`` SDK object.
         """
         if not items:
             return
@@ -164,32 +170,44 @@ class ChatmemSession:
         messages: list[Message] = [item_to_message(d, names) for d in data]
         stored = await self.sessions.append(self.session_id, messages)
         if len(stored) < len(messages):
-            await self._store_taken_back(messages, stored)
+            await self._store_skipped(data, messages, stored)
 
-    async def _store_taken_back(self, messages: list[Message], stored: list[StoredMessage]) -> None:
-        """Store again the items whose ids were skipped because a pop had taken them back.
+    async def _store_skipped(
+        self, data: list[dict[str, Any]], messages: list[Message], stored: list[StoredMessage]
+    ) -> None:
+        """Store the items whose ids were skipped, unless the same item is in the session.
 
-        A log remembers the id of a message it took back, so adding the same item after a
-        pop (the SDK does, to restore a tail it popped) would store nothing. Only skipped
-        items that are no longer among the newest messages are stored again; those still
-        there were a retry, and stay skipped.
+        An item's id names its message, so an item already stored (a retried batch) is
+        skipped. But a log also remembers the ids of messages a pop took back (the SDK adds
+        popped items again to restore a tail), and some models give many items one id: a
+        skipped item is stored again, under a new id, unless an equal item is among the
+        session's newest messages.
         """
-        kept = {s.message.id for s in stored}
-        skipped = [i for i, m in enumerate(messages) if m.id not in kept]
+        appended = [False] * len(messages)
+        next_stored = 0
+        for i, message in enumerate(messages):  # stored is the batch, less what was skipped
+            if next_stored < len(stored) and stored[next_stored].message.id == message.id:
+                appended[i] = True
+                next_stored += 1
+        positions = {s.position for s in stored}
         recent = await self.repository.find_recent(self.session_id, len(messages) + _CALL_LOOKBACK)
-        # By the items' ids: an item stored again before has a message id of its own.
-        live = {message_id_of(item) for item in _items_of(recent)} - kept
-        gone = [i for i in skipped if messages[i].id not in live]
-        if not gone:
+        present = _items_of([s for s in recent if s.position not in positions])
+        retried = [not appended[i] and data[i] in present for i in range(len(messages))]
+        missing = [i for i in range(len(messages)) if not appended[i] and not retried[i]]
+        if not missing:
             return
-        # The batch's order must hold: what was stored after the first item to store again
-        # is taken back too, and everything from there goes in again under new ids.
-        first = gone[0]
-        after = [s for s in stored if messages.index(s.message) > first]
-        if after:
-            before = await self.repository.find_recent(self.session_id, 1, before=after[0].position)
+        # The batch's order holds: what it stored after the first missing item is taken
+        # back, and everything from that item on is appended again under new ids.
+        first = missing[0]
+        later = [s for s, i in zip(stored, _indexes(appended), strict=True) if i > first]
+        if later:
+            before = await self.repository.find_recent(self.session_id, 1, before=later[0].position)
             await self.sessions.rewind(self.session_id, before[0].position if before else None)
-        again = [m.model_copy(update={"id": uuid7()}) for m in messages[first:] if m.id not in live]
+        again = [
+            messages[i].model_copy(update={"id": uuid7()})
+            for i in range(first, len(messages))
+            if not retried[i]
+        ]
         await self.sessions.append(self.session_id, again)
 
     async def _recent_call_names(self) -> dict[str, str]:

@@ -22,7 +22,10 @@ What is stored how, one chatmem message per item:
   after its call;
 - any other item (``compaction``, developer and system messages, hosted tool calls, types
   the SDK adds later): an assistant message holding it as a
-  :class:`~chatmem.messages.ProviderItem`, sent back verbatim to the Responses API only.
+  :class:`~chatmem.messages.ProviderItem`, sent back verbatim to the Responses API only;
+- a dict that is no Responses item (neither ``type`` nor ``role``, as the envelopes of the
+  SDK's ``EncryptedSession``): the same, with provider :data:`OPAQUE_PROVIDER`, sent to no
+  model.
 
 Where a message does not give its item back exactly (the ``status`` field, annotations, an
 item without ``type``...), the item is also kept verbatim in the message's
@@ -49,6 +52,7 @@ from chatmem.interop._common import require
 
 require("agents", "openai-agents")
 
+from chatmem.interop._openai_agents_items import ITEM_KEY, OPAQUE_PROVIDER  # noqa: E402
 from chatmem.interop._openai_agents_session import ChatmemSession  # noqa: E402
 
-__all__ = ["ChatmemSession"]
+__all__ = ["ITEM_KEY", "OPAQUE_PROVIDER", "ChatmemSession"]

@@ -25,7 +25,7 @@ from chatmem import (
 )
 from chatmem.backend import Position, StoredMessage
 from chatmem.interop import ConversionError
-from chatmem.interop.openai_agents import ChatmemSession
+from chatmem.interop.openai_agents import OPAQUE_PROVIDER, ChatmemSession
 from chatmem.interop.openai_responses import METADATA_KEY, to_responses
 from chatmem.messages import CHAT_MESSAGE_TYPES, MessageType, ReasoningPart, ToolCall
 from chatmem.sessions import REWOUND_EVENT, AsyncSessions, rewound_message
@@ -98,7 +98,7 @@ def test_it_is_the_sdk_session_protocol() -> None:
     session = ChatmemSession("c", AsyncInMemoryChatMemoryRepository())
     assert isinstance(session, Session)
     assert session.session_id == "c"
-    assert session.session_settings is None
+    assert session.session_settings == SessionSettings()
 
 
 async def test_every_kind_of_item_comes_back_equal(session: ChatmemSession) -> None:
@@ -315,12 +315,19 @@ async def test_messages_of_other_writers_read_as_their_items(session: ChatmemSes
     assert await session.get_items(2) == items[-2:]
 
 
-async def test_an_item_that_is_not_one_is_refused(session: ChatmemSession) -> None:
-    with pytest.raises(ConversionError):
-        await session.add_items([{"content": "no role, no type"}])
+async def test_a_dict_that_is_no_responses_item_is_kept_and_sent_nowhere(
+    session: ChatmemSession,
+) -> None:
+    envelope = {"__enc__": 1, "v": 1, "payload": "gAAAA-ciphertext"}  # as EncryptedSession's
+    await session.add_items([USER, envelope])
+    assert await session.get_items() == [USER, envelope]
+    stored = [s.message for s in await chat_messages(session)]
+    assert stored[1].provider_items[0].provider == OPAQUE_PROVIDER  # type: ignore[union-attr]
+    sent = to_responses(stored, lossy=True)
+    assert sent[0] == {"type": "message", "role": "user", "content": "Weather in Paris?"}
+    assert all("payload" not in item for item in sent)  # no model is sent the envelope
     with pytest.raises(ConversionError):
         await session.add_items(["text"])  # type: ignore[list-item]
-    assert await session.get_items() == []
 
 
 def test_a_sync_repository_is_refused() -> None:
