@@ -13,7 +13,9 @@ submodule's docstring lists what its format cannot hold.
 - :mod:`chatmem.interop.pydantic_ai`: ``ModelMessage``, history loading and a history
   processor (``chatmem[pydantic-ai]``);
 - :mod:`chatmem.interop.llama_index`: ``ChatMessage`` and chat stores
-  (``chatmem[llama-index]``).
+  (``chatmem[llama-index]``);
+- :mod:`chatmem.interop.openai_agents`: the OpenAI Agents SDK's session over any repository
+  (``chatmem[openai-agents]``).
 
 Reading the conversations those libraries' own stores wrote, to import them, is the command
 line's job (``chatmem migrate --from``, :mod:`chatmem_cli.importers`).
