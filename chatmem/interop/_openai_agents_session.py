@@ -146,9 +146,11 @@ class ChatmemSession:
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items, one message each, in one atomic append.
 
-        An item whose ``id`` is already stored in the conversation is skipped. A
-        ``function_call_output`` is named after its call, found in the same batch or among
-        the conversation's newest messages.
+        An item's ``id`` is its message's id: an item already among the session's newest
+        messages is skipped, so a retried batch is stored once. An item whose id the log
+        holds otherwise (popped, or another item with the same id) is stored under a new
+        id, in its place in the batch. A ``function_call_output`` is named after its call,
+        found in the same batch or among the conversation's newest messages.
 
         Args:
             items: The items, oldest first.
@@ -160,12 +162,11 @@ class ChatmemSession:
             return
         data = [as_item_dict(item) for item in items]
         names = call_names_in(data)
-        answered = {
-            str(d.get("call_id"))
+        calls_elsewhere = any(
+            d.get("type") == "function_call_output" and str(d.get("call_id")) not in names
             for d in data
-            if d.get("type") == "function_call_output" and str(d.get("call_id")) not in names
-        }
-        if answered:
+        )
+        if calls_elsewhere:
             names = {**await self._recent_call_names(), **names}
         messages: list[Message] = [item_to_message(d, names) for d in data]
         stored = await self.sessions.append(self.session_id, messages)
