@@ -89,7 +89,9 @@ Maker = Callable[[], Any]
 
 
 @asynccontextmanager
-async def makers(pg_url: str, redis_url: str, directory: Path) -> AsyncIterator[dict[str, Maker]]:
+async def makers(
+    pg_url: str, redis_url: str, directory: Path, stores: set[str]
+) -> AsyncIterator[dict[str, Maker]]:
     # A server database gets chatmem's tables only when asked (SQLite gets them by default).
     pg = create_async_repository(pg_url, initialize_schema="always")
     rd = create_async_repository(redis_url)
@@ -107,24 +109,28 @@ async def makers(pg_url: str, redis_url: str, directory: Path) -> AsyncIterator[
 
     try:
         yield {
-            "PostgreSQL: SDK SQLAlchemySession": lambda: keep(
-                SQLAlchemySession(
-                    new_id(),
-                    engine=engine,
-                    create_tables=True,
-                    sessions_table=SDK_SESSIONS,
-                    messages_table=SDK_MESSAGES,
-                )
-            ),
-            "PostgreSQL: chatmem": lambda: keep(ChatmemSession(new_id(), pg)),
-            "Redis: SDK RedisSession": lambda: keep(
-                RedisSession(new_id(), redis_client=redis, key_prefix=REDIS_PREFIX)
-            ),
-            "Redis: chatmem": lambda: keep(ChatmemSession(new_id(), rd)),
-            "SQLite: SDK SQLiteSession": lambda: keep(
-                SQLiteSession(new_id(), directory / "sdk.db")
-            ),
-            "SQLite: chatmem": lambda: keep(ChatmemSession(new_id(), lite)),
+            name: maker
+            for name, maker in {
+                "PostgreSQL: SDK SQLAlchemySession": lambda: keep(
+                    SQLAlchemySession(
+                        new_id(),
+                        engine=engine,
+                        create_tables=True,
+                        sessions_table=SDK_SESSIONS,
+                        messages_table=SDK_MESSAGES,
+                    )
+                ),
+                "PostgreSQL: chatmem": lambda: keep(ChatmemSession(new_id(), pg)),
+                "Redis: SDK RedisSession": lambda: keep(
+                    RedisSession(new_id(), redis_client=redis, key_prefix=REDIS_PREFIX)
+                ),
+                "Redis: chatmem": lambda: keep(ChatmemSession(new_id(), rd)),
+                "SQLite: SDK SQLiteSession": lambda: keep(
+                    SQLiteSession(new_id(), directory / "sdk.db")
+                ),
+                "SQLite: chatmem": lambda: keep(ChatmemSession(new_id(), lite)),
+            }.items()
+            if name.split(":")[0].lower() in stores
         }
     finally:
         for session in made:
@@ -141,7 +147,8 @@ async def run(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[tuple[str, int], float] = {}
     with tempfile.TemporaryDirectory() as directory:
-        async with makers(args.postgresql, args.redis, Path(directory)) as make:
+        stores = set(args.stores.split(","))
+        async with makers(args.postgresql, args.redis, Path(directory), stores) as make:
             for n in sizes:
                 sessions = {name: maker() for name, maker in make.items()}
                 for session in sessions.values():
@@ -184,6 +191,7 @@ def main() -> None:
         "--redis", default=os.environ.get("CHATMEM_TEST_REDIS_URL", "redis://127.0.0.1:63799/0")
     )
     parser.add_argument("--sizes", default="10,1000,10000")
+    parser.add_argument("--stores", default="postgresql,redis,sqlite")
     parser.add_argument("--turns", type=int, default=21)
     asyncio.run(run(parser.parse_args()))
 
