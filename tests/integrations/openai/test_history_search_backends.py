@@ -22,6 +22,7 @@ from chatmem import (
     AsyncChatClient,
     AsyncMessageWindowChatMemory,
     ChatClient,
+    EventMessage,
     Message,
     MessageWindowChatMemory,
     SystemMessage,
@@ -76,6 +77,8 @@ class Owners:
             self.trip: [
                 SystemMessage("System note: the passport is kept in the safe."),
                 UserMessage("My passport number is X-1234."),
+                # An application's event holding the same text is never a hit.
+                EventMessage("acme.audit", {"checked": "passport number X-1234"}),
                 AssistantMessage(INJECTION),
                 UserMessage(LONG),
                 *filler,
