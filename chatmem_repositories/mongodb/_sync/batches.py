@@ -454,8 +454,11 @@ class Batches:
         gen, before = self._reserve_through(conversation_id, last, now, expires_at)
         moved = self._expiry.clear_previous_life(conversation_id, gen, before, wipe=False)
         if moved:
-            # Live messages of another life joined this one (see AsyncExpiry.restore).
+            # Live messages of another life joined this one (see AsyncExpiry.restore): the
+            # batch goes after them, and the counter passes it, as in a plain append, so a
+            # later append is never positioned below it.
             first = max(first, self._max_position(conversation_id) + 1)
+            self._raise_counter(conversation_id, first + len(batch) - 1)
         stored = self._insert(
             conversation_id,
             gen,
