@@ -23,6 +23,7 @@ from chatmem.backend import (
     did_you_mean,
     parse_url_options,
     redact_url,
+    split_query,
     split_url,
 )
 from chatmem.exceptions import ConfigurationError
@@ -225,8 +226,13 @@ def create_repository(url: str, **options: Any) -> OwnedChatMemoryLog:
     """
     # Backends are looked up at run time, so their factories are typed Any; the protocol is
     # their documented contract, which the built-in ones meet.
+    url, keys, options = _take_encryption(url, options)
     repository: OwnedChatMemoryLog = _resolve(_scheme_of(url)).create(url, **options)
-    return repository
+    if keys is None:
+        return repository
+    from chatmem.encryption import EncryptedLog  # the optional extra
+
+    return EncryptedLog(repository, keys)
 
 
 def create_async_repository(url: str, **options: Any) -> AsyncOwnedChatMemoryLog:
@@ -237,5 +243,49 @@ def create_async_repository(url: str, **options: Any) -> AsyncOwnedChatMemoryLog
         **options: Backend options.
     """
     # Typed as in create_repository: the factory is found at run time.
+    url, keys, options = _take_encryption(url, options)
     repository: AsyncOwnedChatMemoryLog = _resolve(_scheme_of(url)).create_async(url, **options)
-    return repository
+    if keys is None:
+        return repository
+    from chatmem.encryption import AsyncEncryptedLog  # the optional extra
+
+    return AsyncEncryptedLog(repository, keys)
+
+
+def _take_encryption(url: str, options: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+    """Take the ``encryption`` option out of the URL and keywords (the keyword wins).
+
+    Every backend takes it, so it is read here and never reaches a backend: ``env`` (keys
+    from ``$CHATMEM_ENCRYPTION_KEYS``), ``env:NAME`` (from ``$NAME``), ``file:PATH``, ``off``,
+    or (as a keyword) a :class:`~chatmem.encryption.KeyProvider`.
+    """
+    if "://" in str(url):
+        url, query = split_query(url, only={"encryption"})
+    else:
+        query = {}
+    options = dict(options)
+    value = options.pop("encryption", query.get("encryption"))
+    if value is None or value in ("", "off"):
+        return url, None, options
+    try:
+        from chatmem import encryption  # the optional extra
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"encryption needs a package that is not installed ({exc.name}): "
+            'pip install "chatmem[encryption]"'
+        ) from exc
+    if isinstance(value, encryption.KeyProvider):
+        return url, value, options
+    if not isinstance(value, str):
+        raise ConfigurationError(
+            f"encryption must be 'env', 'env:NAME', 'file:PATH', 'off' or a KeyProvider, "
+            f"got {type(value).__name__}"
+        )
+    kind, _, argument = value.partition(":")
+    if kind == "env":
+        return url, encryption.EnvKeyProvider(argument or encryption.ENV_KEYS), options
+    if kind == "file" and argument:
+        return url, encryption.FileKeyProvider(argument), options
+    raise ConfigurationError(
+        f"encryption must be 'env', 'env:NAME', 'file:PATH' or 'off', got {value!r}"
+    )
