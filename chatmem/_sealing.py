@@ -23,7 +23,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from chatmem._keys import KEY_BYTES, KeyProvider, WrappedKey
-from chatmem.exceptions import MessageDecodeError
+from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem.messages import (
     AssistantMessage,
     EventMessage,
@@ -38,8 +38,10 @@ from chatmem.messages import (
 
 __all__ = [
     "DATA_KEY_EVENT",
+    "DEFAULT_SEARCH_SCAN_LIMIT",
     "SEALED",
     "DataKey",
+    "EncryptedSearchLimitError",
     "is_data_key_event",
     "new_data_key",
     "open_message",
@@ -56,6 +58,19 @@ SEALED = "chatmem.sealed"
 """The metadata (or event payload) entry that holds a sealed message's ciphertext."""
 DATA_KEY_EVENT = "chatmem.data_key"
 """The event type of a stored, wrapped data key."""
+DEFAULT_SEARCH_SCAN_LIMIT = 10_000
+"""Messages one text search of an encrypted conversation reads at most (on the client)."""
+
+
+class EncryptedSearchLimitError(ConfigurationError):
+    """A text search of an encrypted conversation would read more than its bound.
+
+    The store cannot search ciphertext, so the log reads the conversation and searches on
+    the client, at most ``search_scan_limit`` messages per call. Narrow the search (``since``,
+    ``until``, ``types``, ``after``) or raise the bound.
+    """
+
+
 _VERSION = "1"
 _NONCE_BYTES = 12
 _SUMMARY_PREFIX = "chatmem-sealed:"

@@ -9,11 +9,7 @@ crypto-shredding.
 
 from __future__ import annotations
 
-from chatmem._async.encrypted import (
-    DEFAULT_SEARCH_SCAN_LIMIT,
-    AsyncEncryptedLog,
-    EncryptedSearchLimitError,
-)
+from chatmem._async.encrypted import AsyncEncryptedLog
 from chatmem._keys import (
     ENV_KEYS,
     EnvKeyProvider,
@@ -24,7 +20,12 @@ from chatmem._keys import (
     WrappedKey,
     generate_key,
 )
-from chatmem._sealing import DATA_KEY_EVENT, SEALED
+from chatmem._sealing import (
+    DATA_KEY_EVENT,
+    DEFAULT_SEARCH_SCAN_LIMIT,
+    SEALED,
+    EncryptedSearchLimitError,
+)
 from chatmem._sync.encrypted import EncryptedLog
 
 __all__ = [

@@ -14,7 +14,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from chatmem._keys import KeyProvider, KeyUnavailableError
 from chatmem._sealing import (
     DATA_KEY_EVENT,
+    DEFAULT_SEARCH_SCAN_LIMIT,
     DataKey,
+    EncryptedSearchLimitError,
     is_data_key_event,
     new_data_key,
     open_message,
@@ -45,21 +47,10 @@ from chatmem.backend import (
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem.messages import EventMessage, Message, MessageType
 
-__all__ = ["DEFAULT_SEARCH_SCAN_LIMIT", "EncryptedLog", "EncryptedSearchLimitError"]
+__all__ = ["EncryptedLog"]
 
-DEFAULT_SEARCH_SCAN_LIMIT = 10_000
-"""Messages one text search of an encrypted conversation reads at most (on the client)."""
 _PAGE = 500  # messages per read when the log pages on the caller's behalf
 _CACHED_CONVERSATIONS = 10_000  # conversations whose unwrapped data keys stay cached
-
-
-class EncryptedSearchLimitError(ConfigurationError):
-    """A text search of an encrypted conversation would read more than its bound.
-
-    The store cannot search ciphertext, so the log reads the conversation and searches on
-    the client, at most ``search_scan_limit`` messages per call. Narrow the search (``since``,
-    ``until``, ``types``, ``after``) or raise the bound.
-    """
 
 
 class _Keys:
