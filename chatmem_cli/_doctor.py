@@ -250,6 +250,7 @@ def doctor_checks(
         checks.append(Check("server", False, _one_line(exc)))
     if write:
         checks.append(_probe(repository))
+    checks.append(_encryption(repository))
     timings = [
         _timed(lambda: repository.find_recent("chatmem-doctor-latency", 20)) for _ in range(samples)
     ]
@@ -263,6 +264,15 @@ def doctor_checks(
         )
     )
     return checks
+
+
+def _encryption(repository: ChatMemoryLog) -> Check:
+    # The probe above went through the encrypted log when it is on: sealing and opening
+    # with the configured key worked, so only the key's id is left to show.
+    keys = getattr(repository, "keys", None)  # an EncryptedLog's (cryptography is optional)
+    if keys is None:
+        return Check("encryption", True, "off (add ?encryption=env to encrypt at rest)")
+    return Check("encryption", True, f"on, new data keys wrapped by {keys.current_key_id!r}")
 
 
 def _probe(repository: ChatMemoryLog) -> Check:

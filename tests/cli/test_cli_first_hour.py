@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chatmem import AssistantMessage, UserMessage, __version__
+from chatmem.encryption import generate_key
 from chatmem.testing import OpenAITestServer, ScriptedCompletion
 from chatmem_cli import app
 from chatmem_cli._doctor import drivers_for
@@ -224,8 +225,19 @@ def test_doctor_on_sqlite_reports_every_check(db: str) -> None:
     code, out = invoke("doctor", "--url", db)
     assert code == 0, out
     names = [line.split()[1] for line in lines_of(out) if line.startswith(("ok", "FAIL"))]
-    assert names == ["versions", "reachable", "server", "schema", "latency"]
+    assert names == ["versions", "reachable", "server", "schema", "encryption", "latency"]
     assert "aiosqlite" not in out
+    assert "encryption off" in " ".join(out.split())
+
+
+def test_doctor_shows_encryption_and_its_current_key(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHATMEM_ENCRYPTION_KEYS", f"2026-12:{generate_key()}")
+    separator = "&" if "?" in db else "?"
+    code, out = invoke("doctor", "--url", f"{db}{separator}encryption=env")
+    assert code == 0, out
+    assert "encryption on, new data keys wrapped by '2026-12'" in " ".join(out.split())
 
 
 def test_doctor_on_sqlite_in_a_missing_directory(tmp_path: Path) -> None:
