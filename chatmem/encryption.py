@@ -10,6 +10,7 @@ crypto-shredding.
 from __future__ import annotations
 
 from chatmem._async.encrypted import AsyncEncryptedLog
+from chatmem._async.encrypted_vector_store import AsyncEncryptedVectorStore
 from chatmem._keys import (
     ENV_KEYS,
     EnvKeyProvider,
@@ -27,6 +28,7 @@ from chatmem._sealing import (
     EncryptedSearchLimitError,
 )
 from chatmem._sync.encrypted import EncryptedLog
+from chatmem._sync.encrypted_vector_store import EncryptedVectorStore
 
 __all__ = [
     "DATA_KEY_EVENT",
@@ -34,8 +36,10 @@ __all__ = [
     "ENV_KEYS",
     "SEALED",
     "AsyncEncryptedLog",
+    "AsyncEncryptedVectorStore",
     "EncryptedLog",
     "EncryptedSearchLimitError",
+    "EncryptedVectorStore",
     "EnvKeyProvider",
     "FileKeyProvider",
     "KeyProvider",

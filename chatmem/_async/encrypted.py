@@ -54,12 +54,13 @@ _CACHED_CONVERSATIONS = 10_000  # conversations whose unwrapped data keys stay c
 class _Keys:
     """One conversation's data keys: those that open its messages, and the one that seals."""
 
-    __slots__ = ("ciphers", "raw", "sealing")
+    __slots__ = ("ciphers", "locked", "raw", "sealing")
 
     def __init__(self) -> None:
         self.ciphers: dict[str, AESGCM] = {}
         self.raw: dict[str, bytes] = {}
         self.sealing: DataKey | None = None
+        self.locked: dict[str, KeyUnavailableError] = {}  # stored, but no configured key unwraps
 
 
 class AsyncEncryptedLog:
@@ -165,8 +166,12 @@ class AsyncEncryptedLog:
             data_key_id, wrapped = read_data_key_event(event)
             try:
                 raw = self.keys.unwrap(wrapped)
-            except KeyUnavailableError:
-                continue  # a retired key-encryption key: another event wraps it anew, or none
+            except KeyUnavailableError as exc:
+                # A retired key-encryption key: another event may wrap it anew.
+                if data_key_id not in keys.raw:
+                    keys.locked[data_key_id] = exc
+                continue
+            keys.locked.pop(data_key_id, None)
             keys.raw[data_key_id] = raw
             keys.ciphers[data_key_id] = AESGCM(raw)
             if wrapped.key_id == self.keys.current_key_id:
@@ -195,13 +200,59 @@ class AsyncEncryptedLog:
                 keys.sealing = current
             return current
 
-    async def _cipher(self, conversation_id: str, data_key_id: str) -> AESGCM:
+    async def sealing_key(self, conversation_id: str) -> DataKey:
+        """Return the data key that seals new content of the conversation, stored in it.
+
+        For content kept outside the conversation (its summary, an
+        ``AsyncEncryptedVectorStore``'s documents): a data key the conversation does
+        not store yet is appended to it first (creating the conversation if it has no
+        message), so whatever it seals opens as long as the conversation exists, and
+        deleting the conversation shreds it.
+
+        Args:
+            conversation_id: The conversation.
+        """
+        key = await self._sealing_key(conversation_id)
+        if key.event.id not in {e.id for e in await self.data_key_events(conversation_id)}:
+            await self.repository.append(conversation_id, [key.event])
+        return key
+
+    async def _find_cipher(
+        self, conversation_id: str, data_key_id: str
+    ) -> tuple[_Keys, AESGCM | None]:
         keys = self._cached(conversation_id)
         if keys is None or data_key_id not in keys.ciphers:
             async with self._lock:
                 self._conversations.pop(conversation_id, None)
                 keys = await self._load(conversation_id)
-        cipher = keys.ciphers.get(data_key_id)
+        return keys, keys.ciphers.get(data_key_id)
+
+    async def opening_cipher(self, conversation_id: str, data_key_id: str) -> AESGCM | None:
+        """Return the cipher of one of the conversation's data keys, or ``None`` if it is gone.
+
+        ``None`` means the conversation does not store that data key: it was deleted (or
+        never written), and what the key sealed is shredded.
+
+        Args:
+            conversation_id: The conversation.
+            data_key_id: The data key's id, as a sealed value names it.
+
+        Raises:
+            KeyUnavailableError: The conversation stores the data key, but only wrapped by
+                key-encryption keys the key provider does not hold.
+        """
+        keys, cipher = await self._find_cipher(conversation_id, data_key_id)
+        locked = keys.locked.get(data_key_id)
+        if cipher is None and locked is not None:
+            raise KeyUnavailableError(
+                f"conversation {conversation_id!r}: data key {data_key_id!r} is wrapped only "
+                f"by keys the key provider does not hold ({locked.key_id!r})",
+                key_id=locked.key_id,
+            )
+        return cipher
+
+    async def _cipher(self, conversation_id: str, data_key_id: str) -> AESGCM:
+        _, cipher = await self._find_cipher(conversation_id, data_key_id)
         if cipher is None:
             raise MessageDecodeError(
                 f"conversation {conversation_id!r} holds a message sealed with data key "
@@ -328,9 +379,7 @@ class AsyncEncryptedLog:
             expected_version: The version read before summarizing.
         """
         store = self._summaries()
-        key = await self._sealing_key(conversation_id)
-        if key.event.id not in {e.id for e in await self.data_key_events(conversation_id)}:
-            await self.repository.append(conversation_id, [key.event])
+        key = await self.sealing_key(conversation_id)
         sealed = seal_summary(text, conversation_id, key)
         return await store.save_summary(
             conversation_id, sealed, covers, expected_version=expected_version
