@@ -76,21 +76,11 @@ class AsyncEncryptedLog:
 
     Example:
         ```python
-        import asyncio
-
-        from chatmem import AsyncInMemoryChatMemoryRepository, UserMessage
-        from chatmem.encryption import AsyncEncryptedLog, StaticKeyProvider, generate_key
-
-
-        async def main() -> None:
-            keys = StaticKeyProvider.from_text(f"k1:{generate_key()}")
-            async with AsyncEncryptedLog(AsyncInMemoryChatMemoryRepository(), keys) as log:
-                await log.append("chat-1", [UserMessage(text="my card is 4111...")])
-                recent = await log.find_recent("chat-1", 10)
-                assert recent[0].message.text == "my card is 4111..."
-
-
-        asyncio.run(main())
+        keys = StaticKeyProvider.from_text(f"k1:{generate_key()}")
+        log = AsyncEncryptedLog(AsyncInMemoryChatMemoryRepository(), keys)
+        await log.append("chat-1", [UserMessage(text="my card is 4111...")])
+        recent = await log.find_recent("chat-1", 10)  # opened: the text as written
+        # Or on any backend, by URL: create_async_repository("...?encryption=env")
         ```
 
     Args:

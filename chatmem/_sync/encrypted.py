@@ -78,21 +78,11 @@ class EncryptedLog:
 
     Example:
         ```python
-        import asyncio
-
-        from chatmem import InMemoryChatMemoryRepository, UserMessage
-        from chatmem.encryption import EncryptedLog, StaticKeyProvider, generate_key
-
-
-        def main() -> None:
-            keys = StaticKeyProvider.from_text(f"k1:{generate_key()}")
-            with EncryptedLog(InMemoryChatMemoryRepository(), keys) as log:
-                log.append("chat-1", [UserMessage(text="my card is 4111...")])
-                recent = log.find_recent("chat-1", 10)
-                assert recent[0].message.text == "my card is 4111..."
-
-
-        asyncio.run(main())
+        keys = StaticKeyProvider.from_text(f"k1:{generate_key()}")
+        log = EncryptedLog(InMemoryChatMemoryRepository(), keys)
+        log.append("chat-1", [UserMessage(text="my card is 4111...")])
+        recent = log.find_recent("chat-1", 10)  # opened: the text as written
+        # Or on any backend, by URL: create_async_repository("...?encryption=env")
         ```
 
     Args:
