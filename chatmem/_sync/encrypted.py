@@ -82,7 +82,7 @@ class EncryptedLog:
         log = EncryptedLog(InMemoryChatMemoryRepository(), keys)
         log.append("chat-1", [UserMessage(text="my card is 4111...")])
         recent = log.find_recent("chat-1", 10)  # opened: the text as written
-        # Or on any backend, by URL: create_async_repository("...?encryption=env")
+        # On any backend by URL instead: "...?encryption=env"
         ```
 
     Args:
