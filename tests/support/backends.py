@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from chatmem.repository import AsyncOwnedChatMemoryLog, OwnedChatMemoryLog
+from chatmem_repositories import create_async_repository, create_repository
 from tests.support.servers import server_url
 
 # The SQL backends: an embedded file and two servers.
@@ -34,3 +37,17 @@ def backend_url(name: str, tmp_path: Path) -> str:
     elif name == "cassandra":
         url += ("&" if "?" in url else "?") + "create_keyspace=true"
     return url
+
+
+def open_repository(name: str, tmp_path: Path, **options: Any) -> OwnedChatMemoryLog:
+    """A sync repository of backend ``name`` at :func:`backend_url`, made with ``options``."""
+    return create_repository(backend_url(name, tmp_path), **options)
+
+
+def async_open_repository(name: str, tmp_path: Path, **options: Any) -> AsyncOwnedChatMemoryLog:
+    """The async twin of :func:`open_repository`.
+
+    An async test calls it by this name, so its generated sync twin calls
+    :func:`open_repository` (the generator renames ``async_x`` to ``x``).
+    """
+    return create_async_repository(backend_url(name, tmp_path), **options)
