@@ -6,6 +6,10 @@ history checker and the summary-store conformance suite, with the backend's own 
 (clock, time to live, prefixes) as its plain conformance module sets them. A corrupt record
 is one whose ciphertext was altered in the store (one character of it changed): it must fail
 to open with :class:`~chatmem.exceptions.MessageDecodeError` and spare the other records.
+
+On the server backends the concurrency cases run smaller than in the plain suites (fewer
+appends per writer, a smaller history checker run): they check the encrypted log under
+concurrency, while the plain suites load the stores themselves.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from chatmem.testing import (
     AsyncHistoryCheckerConformance,
     AsyncRepositoryConformance,
     AsyncSummaryConformance,
+    CheckerSettings,
 )
 from chatmem_repositories.cassandra import CassandraChatMemoryRepository
 from chatmem_repositories.redis._schema import KeyLayout
@@ -91,6 +96,23 @@ async def _alter_ciphertext(
         return record.replace(token, altered)
 
     await rewrite(inner, conversation_id, position, edit)
+
+
+class _Smaller:
+    """The concurrency cases, smaller: every writer still starts at once on a new conversation."""
+
+    appends_per_writer: ClassVar[int] = 5
+    checker_settings: ClassVar[CheckerSettings] = CheckerSettings(
+        workers=3, purgers=1, conversations=6, cycles=2, steps_per_cycle=5
+    )
+
+
+class _SmallerSummaries:
+    """The summary suite's concurrency cases, smaller."""
+
+    concurrent_writers: ClassVar[int] = 4
+    writes_per_writer: ClassVar[int] = 2
+    turns_per_writer: ClassVar[int] = 3
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -178,11 +200,13 @@ class _Sql:
         await _alter_ciphertext(repository, conversation_id, position, _rewrite_sql)
 
 
-class TestEncryptedSqlAsync(_Sql, AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+class TestEncryptedSqlAsync(
+    _Sql, _Smaller, AsyncRepositoryConformance, AsyncHistoryCheckerConformance
+):
     pass
 
 
-class TestEncryptedSqlSummariesAsync(_Sql, AsyncSummaryConformance):
+class TestEncryptedSqlSummariesAsync(_Sql, _SmallerSummaries, AsyncSummaryConformance):
     pass
 
 
@@ -207,12 +231,14 @@ class _Redis:
 
 
 @pytest.mark.backend("redis")
-class TestEncryptedRedisAsync(_Redis, AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+class TestEncryptedRedisAsync(
+    _Redis, _Smaller, AsyncRepositoryConformance, AsyncHistoryCheckerConformance
+):
     pass
 
 
 @pytest.mark.backend("redis")
-class TestEncryptedRedisSummariesAsync(_Redis, AsyncSummaryConformance):
+class TestEncryptedRedisSummariesAsync(_Redis, _SmallerSummaries, AsyncSummaryConformance):
     pass
 
 
@@ -242,12 +268,14 @@ class _Mongo:
 
 
 @pytest.mark.backend("mongodb")
-class TestEncryptedMongoAsync(_Mongo, AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+class TestEncryptedMongoAsync(
+    _Mongo, _Smaller, AsyncRepositoryConformance, AsyncHistoryCheckerConformance
+):
     pass
 
 
 @pytest.mark.backend("mongodb")
-class TestEncryptedMongoSummariesAsync(_Mongo, AsyncSummaryConformance):
+class TestEncryptedMongoSummariesAsync(_Mongo, _SmallerSummaries, AsyncSummaryConformance):
     pass
 
 
@@ -304,13 +332,13 @@ class _Cassandra:
 
 @pytest.mark.backend("cassandra")
 class TestEncryptedCassandraAsync(
-    _Cassandra, AsyncRepositoryConformance, AsyncHistoryCheckerConformance
+    _Cassandra, _Smaller, AsyncRepositoryConformance, AsyncHistoryCheckerConformance
 ):
     pass
 
 
 @pytest.mark.backend("cassandra")
-class TestEncryptedCassandraSummariesAsync(_Cassandra, AsyncSummaryConformance):
+class TestEncryptedCassandraSummariesAsync(_Cassandra, _SmallerSummaries, AsyncSummaryConformance):
     pass
 
 
@@ -346,10 +374,12 @@ class _Neo4j:
 
 
 @pytest.mark.backend("neo4j")
-class TestEncryptedNeo4jAsync(_Neo4j, AsyncRepositoryConformance, AsyncHistoryCheckerConformance):
+class TestEncryptedNeo4jAsync(
+    _Neo4j, _Smaller, AsyncRepositoryConformance, AsyncHistoryCheckerConformance
+):
     pass
 
 
 @pytest.mark.backend("neo4j")
-class TestEncryptedNeo4jSummariesAsync(_Neo4j, AsyncSummaryConformance):
+class TestEncryptedNeo4jSummariesAsync(_Neo4j, _SmallerSummaries, AsyncSummaryConformance):
     pass

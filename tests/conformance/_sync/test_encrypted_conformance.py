@@ -8,6 +8,10 @@ history checker and the summary-store conformance suite, with the backend's own 
 (clock, time to live, prefixes) as its plain conformance module sets them. A corrupt record
 is one whose ciphertext was altered in the store (one character of it changed): it must fail
 to open with :class:`~chatmem.exceptions.MessageDecodeError` and spare the other records.
+
+On the server backends the concurrency cases run smaller than in the plain suites (fewer
+appends per writer, a smaller history checker run): they check the encrypted log under
+concurrency, while the plain suites load the stores themselves.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from chatmem.encryption import SEALED, EncryptedLog, StaticKeyProvider, generate
 from chatmem.messages import EventMessage, Message, decode_message, encode_message
 from chatmem.repository import OwnedChatMemoryLog
 from chatmem.testing import (
+    CheckerSettings,
     HistoryCheckerConformance,
     RepositoryConformance,
     SummaryConformance,
@@ -91,6 +96,23 @@ def _alter_ciphertext(
         return record.replace(token, altered)
 
     rewrite(inner, conversation_id, position, edit)
+
+
+class _Smaller:
+    """The concurrency cases, smaller: every writer still starts at once on a new conversation."""
+
+    appends_per_writer: ClassVar[int] = 5
+    checker_settings: ClassVar[CheckerSettings] = CheckerSettings(
+        workers=3, purgers=1, conversations=6, cycles=2, steps_per_cycle=5
+    )
+
+
+class _SmallerSummaries:
+    """The summary suite's concurrency cases, smaller."""
+
+    concurrent_writers: ClassVar[int] = 4
+    writes_per_writer: ClassVar[int] = 2
+    turns_per_writer: ClassVar[int] = 3
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -178,11 +200,11 @@ class _Sql:
         _alter_ciphertext(repository, conversation_id, position, _rewrite_sql)
 
 
-class TestEncryptedSqlSync(_Sql, RepositoryConformance, HistoryCheckerConformance):
+class TestEncryptedSqlSync(_Sql, _Smaller, RepositoryConformance, HistoryCheckerConformance):
     pass
 
 
-class TestEncryptedSqlSummariesSync(_Sql, SummaryConformance):
+class TestEncryptedSqlSummariesSync(_Sql, _SmallerSummaries, SummaryConformance):
     pass
 
 
@@ -207,12 +229,12 @@ class _Redis:
 
 
 @pytest.mark.backend("redis")
-class TestEncryptedRedisSync(_Redis, RepositoryConformance, HistoryCheckerConformance):
+class TestEncryptedRedisSync(_Redis, _Smaller, RepositoryConformance, HistoryCheckerConformance):
     pass
 
 
 @pytest.mark.backend("redis")
-class TestEncryptedRedisSummariesSync(_Redis, SummaryConformance):
+class TestEncryptedRedisSummariesSync(_Redis, _SmallerSummaries, SummaryConformance):
     pass
 
 
@@ -242,12 +264,12 @@ class _Mongo:
 
 
 @pytest.mark.backend("mongodb")
-class TestEncryptedMongoSync(_Mongo, RepositoryConformance, HistoryCheckerConformance):
+class TestEncryptedMongoSync(_Mongo, _Smaller, RepositoryConformance, HistoryCheckerConformance):
     pass
 
 
 @pytest.mark.backend("mongodb")
-class TestEncryptedMongoSummariesSync(_Mongo, SummaryConformance):
+class TestEncryptedMongoSummariesSync(_Mongo, _SmallerSummaries, SummaryConformance):
     pass
 
 
@@ -303,12 +325,14 @@ class _Cassandra:
 
 
 @pytest.mark.backend("cassandra")
-class TestEncryptedCassandraSync(_Cassandra, RepositoryConformance, HistoryCheckerConformance):
+class TestEncryptedCassandraSync(
+    _Cassandra, _Smaller, RepositoryConformance, HistoryCheckerConformance
+):
     pass
 
 
 @pytest.mark.backend("cassandra")
-class TestEncryptedCassandraSummariesSync(_Cassandra, SummaryConformance):
+class TestEncryptedCassandraSummariesSync(_Cassandra, _SmallerSummaries, SummaryConformance):
     pass
 
 
@@ -342,10 +366,10 @@ class _Neo4j:
 
 
 @pytest.mark.backend("neo4j")
-class TestEncryptedNeo4jSync(_Neo4j, RepositoryConformance, HistoryCheckerConformance):
+class TestEncryptedNeo4jSync(_Neo4j, _Smaller, RepositoryConformance, HistoryCheckerConformance):
     pass
 
 
 @pytest.mark.backend("neo4j")
-class TestEncryptedNeo4jSummariesSync(_Neo4j, SummaryConformance):
+class TestEncryptedNeo4jSummariesSync(_Neo4j, _SmallerSummaries, SummaryConformance):
     pass
