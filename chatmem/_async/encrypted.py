@@ -367,9 +367,20 @@ class AsyncEncryptedLog:
             text: The new summary.
             covers: Position of the last message the summary covers.
             expected_version: The version read before summarizing.
+
+        Returns:
+            True if the write won; False if another writer got there first, or the
+            conversation holds nothing (deleted or expired): a summary is kept only with
+            its conversation, so none is written and no data key is stored for it.
         """
         store = self._summaries()
-        key = await self.sealing_key(conversation_id)
+        key = await self._sealing_key(conversation_id)
+        if key.event.id not in {e.id for e in await self.data_key_events(conversation_id)}:
+            # Storing the key would create the conversation again, with the summary of
+            # the one deleted (and a data key that deletion shredded) in it.
+            if await self.repository.find_version(conversation_id) == 0:
+                return False
+            await self.repository.append(conversation_id, [key.event])
         sealed = seal_summary(text, conversation_id, key)
         return await store.save_summary(
             conversation_id, sealed, covers, expected_version=expected_version

@@ -218,6 +218,21 @@ def test_summaries_are_sealed() -> None:
     assert found.version == 1
 
 
+def test_no_summary_is_kept_for_a_conversation_that_holds_nothing() -> None:
+    inner = InMemoryChatMemoryRepository()
+    keys = provider()
+    summarizer, deleter = EncryptedLog(inner, keys), EncryptedLog(inner, keys)
+    stored = summarizer.append("c", [UserMessage(text="hi")])
+    deleter.delete_by_conversation_id("c")  # while the summarizer holds the data key
+
+    # As the store underneath refuses it, the write is refused: nothing comes back to life.
+    assert not inner.save_summary("c", "plain", stored[0].position, expected_version=0)
+    assert not summarizer.save_summary("c", SECRET, stored[0].position, expected_version=0)
+    assert not summarizer.save_summary("never", SECRET, stored[0].position, expected_version=0)
+    assert inner.find_conversation_ids() == []
+    assert summarizer.find_summary("c") is None
+
+
 def test_the_async_twin_reads_what_the_sync_one_wrote() -> None:
     keys = provider()
 
