@@ -7,9 +7,9 @@ history checker and the summary-store conformance suite, with the backend's own 
 is one whose ciphertext was altered in the store (one character of it changed): it must fail
 to open with :class:`~chatmem.exceptions.MessageDecodeError` and spare the other records.
 
-On the server backends the concurrency cases run smaller than in the plain suites (fewer
-appends per writer, a smaller history checker run): they check the encrypted log under
-concurrency, while the plain suites load the stores themselves.
+Except in memory, the concurrency cases run smaller than in the plain suites (fewer appends
+per writer, a smaller history checker and summary run): here they check the encrypted log
+under concurrency; the plain suites load the stores themselves.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ T = TypeVar("T")
 PREFIX = f"chatmem-encrypted-{uuid.uuid4().hex[:8]}"
 SQL_PREFIX = "chatmem_test_"  # the SQL conformance suite's tables
 CASSANDRA_MESSAGES = "chatmem_messages_v2"  # the Cassandra conformance suite's table
-KEYS = StaticKeyProvider.from_text(f"k1:{generate_key()},k0:{generate_key()}")
+KEYS = StaticKeyProvider.from_text(f"k1:{generate_key()}")
 
 Factory = Callable[..., Awaitable[AsyncOwnedChatMemoryLog]]
 Edit = Callable[[str], str]
