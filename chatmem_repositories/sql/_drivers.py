@@ -63,6 +63,7 @@ __all__ = [
     "fetch_rows",
     "install_deadlines",
     "invalidate",
+    "invalidate_pool",
     "prepare_owned_engine",
     "sends_statement_lists",
     "to_completion",
@@ -698,6 +699,17 @@ async def async_invalidate(connection: PoolProxiedConnection, exc: BaseException
 def invalidate(connection: PoolProxiedConnection, exc: BaseException) -> None:
     """Discard a connection from :func:`checkout`."""
     connection.invalidate(exc)
+
+
+def invalidate_pool(engine: Engine | AsyncEngine, connection: PoolProxiedConnection) -> None:
+    """Have the pool replace, at their next checkout, the connections opened before this one.
+
+    For a connection the server closed: a server that closed one (it restarted, or a failover
+    moved the writes to another server) has closed the others too, and each would fail one
+    more call. SQLAlchemy does the same for the statements it runs itself. ``connection`` is
+    left to :func:`invalidate` or :func:`async_invalidate`.
+    """
+    engine.pool._invalidate(connection, _checkin=False)
 
 
 def install_deadlines(

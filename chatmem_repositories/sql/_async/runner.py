@@ -48,6 +48,7 @@ from chatmem_repositories.sql._drivers import (
     async_invalidate,
     async_to_completion,
     deadline_of,
+    invalidate_pool,
     sends_statement_lists,
 )
 from chatmem_repositories.sql._errors import StatementTimeoutError, is_retryable, map_driver_error
@@ -545,6 +546,10 @@ class AsyncRunner:
             except self._dbapi_error:
                 invalidated = True
         if invalidated:
+            if broken and not expired:
+                # The server closed it: the pool's other connections to it are as dead, and
+                # the retry must not take one of them.
+                invalidate_pool(self._engine, connection)
             await async_invalidate(connection, exc)
         if expired:
             return self._timeout()

@@ -49,6 +49,7 @@ from chatmem_repositories.sql._drivers import (
     execute_list,
     fetch_rows,
     invalidate,
+    invalidate_pool,
     sends_statement_lists,
     to_completion,
 )
@@ -536,6 +537,10 @@ class Runner:
             except self._dbapi_error:
                 invalidated = True
         if invalidated:
+            if broken and not expired:
+                # The server closed it: the pool's other connections to it are as dead, and
+                # the retry must not take one of them.
+                invalidate_pool(self._engine, connection)
             invalidate(connection, exc)
         if expired:
             return self._timeout()
