@@ -2,21 +2,22 @@
 # Start every test server the suite needs, in parallel where the machine allows, and write
 # their URLs to $CHATMEM_SERVERS_RUN/urls.env (source it to point the tests at them).
 #
-# Usage: scripts/servers/up.sh [name...]   (default: all eight)
+# Usage: scripts/servers/up.sh [name...]   (default: all nine)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=common.sh
 source "$here/common.sh"
 
-all=(postgres mariadb redis redis-cluster ferretdb cassandra neo4j toxiproxy)
+all=(postgres mariadb redis redis-cluster postgres-standby ferretdb cassandra neo4j toxiproxy)
 names=("${@:-${all[@]}}")
 logdir=$CHATMEM_SERVERS_RUN/logs
 mkdir -p "$logdir"
 
 # Debian's servers start in well under a second each (the six-node Redis Cluster in a few
 # seconds: redis-cli waits for the nodes to agree) and share one apt run, so start them
-# first and in order; the slow ones (JVMs, the FerretDB and Toxiproxy builds) then start
-# side by side.
+# first and in order; the slow ones (JVMs, the FerretDB and Toxiproxy builds, and the
+# PostgreSQL primary with its standby: a base backup and two servers, a few seconds, on the
+# binaries the single server installed) then start side by side.
 declare -A pids=() began=()
 fast=() slow=()
 for name in "${names[@]}"; do
@@ -52,6 +53,7 @@ done
 
 cat >"$CHATMEM_SERVERS_RUN/urls.env" <<URLS
 export CHATMEM_TEST_POSTGRESQL_URL=postgresql+psycopg://test:test@127.0.0.1:${CHATMEM_POSTGRES_PORT:-54329}/testdb
+export CHATMEM_TEST_POSTGRESQL_STANDBY_URL='postgresql+psycopg://test:test@127.0.0.1:${CHATMEM_POSTGRES_STANDBY_PORT:-54351},127.0.0.1:$((${CHATMEM_POSTGRES_STANDBY_PORT:-54351} + 1))/testdb?target_session_attrs=read-write'
 export CHATMEM_TEST_MARIADB_URL='mysql+pymysql://test:test@127.0.0.1:${CHATMEM_MARIADB_PORT:-33061}/testdb?charset=utf8mb4'
 export CHATMEM_TEST_REDIS_URL=redis://127.0.0.1:${CHATMEM_REDIS_PORT:-63799}/0
 export CHATMEM_TEST_REDIS_CLUSTER_URL=redis+cluster://127.0.0.1:${CHATMEM_REDIS_CLUSTER_PORT:-7101},127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 1)),127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 2))

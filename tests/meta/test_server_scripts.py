@@ -240,3 +240,35 @@ def test_redis_cluster_stop_stops_every_node(fakes: Fakes) -> None:
     assert not list(run.glob("node-*.pid"))
     assert seconds < 20
     assert fakes.stop("redis-cluster")[0] == "redis-cluster: not running"
+
+
+def _fake_postmaster(fakes: Fakes, node: str, data: Path) -> int:
+    """A stand-in for one node's postmaster: its command line names the node's data directory."""
+    # bash outlives a SIGINT that its foreground child does not die of, unless it traps it.
+    loop = 'trap "exit 0" INT; while :; do sleep 0.2; done'
+    pid = fakes.start(
+        "postgres-standby", "postgres", "-c", loop, "postgres", "-D", str(data), source="bash"
+    )
+    (fakes.run / "postgres-standby" / f"{node}.pid").write_text(f"{pid}\n")
+    return pid
+
+
+def test_postgres_standby_stop_stops_both_nodes(fakes: Fakes) -> None:
+    run = fakes.run / "postgres-standby"
+    pids = [_fake_postmaster(fakes, node, run / node / "data") for node in ("n1", "n2")]
+    output, seconds = fakes.stop("postgres-standby")
+    assert output == "postgres-standby: stopped"
+    assert all(fakes.exited(pid) for pid in pids)
+    assert not list(run.glob("n*.pid"))
+    assert seconds < 20
+    assert fakes.stop("postgres-standby")[0] == "postgres-standby: not running"
+
+
+def test_postgres_standby_stop_leaves_alone_a_process_of_another_data_directory(
+    fakes: Fakes,
+) -> None:
+    # A reused pid: a postgres, but not this node's (another cluster's data directory).
+    pid = _fake_postmaster(fakes, "n1", fakes.run / "elsewhere" / "data")
+    assert fakes.stop("postgres-standby")[0] == "postgres-standby: not running"
+    assert not fakes.exited(pid)
+    assert not (fakes.run / "postgres-standby" / "n1.pid").exists()

@@ -24,6 +24,12 @@ DEFAULT_PORTS = {
 }
 DEFAULT_URLS = {
     "postgresql": "postgresql+psycopg://test:test@127.0.0.1:54329/testdb",
+    # A primary and its streaming standby (scripts/servers/postgres-standby/start.sh); libpq
+    # connects to whichever of the two accepts writes.
+    "postgresql_standby": (
+        "postgresql+psycopg://test:test@127.0.0.1:54351,127.0.0.1:54352/testdb"
+        "?target_session_attrs=read-write"
+    ),
     "mariadb": "mysql+pymysql://test:test@127.0.0.1:33061/testdb?charset=utf8mb4",
     "redis": "redis://127.0.0.1:63799/0",
     # Six nodes on 7101-7106 (scripts/servers/redis-cluster/start.sh); three seeds suffice.
@@ -56,6 +62,10 @@ def server_url(name: str) -> str:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message + "; in CI every server must be up")
         # The MongoDB-wire test server is FerretDB; the others are named after their server.
-        script = {"mongodb": "ferretdb", "postgresql": "postgres"}.get(name, name.replace("_", "-"))
+        script = {
+            "mongodb": "ferretdb",
+            "postgresql": "postgres",
+            "postgresql_standby": "postgres-standby",
+        }.get(name, name.replace("_", "-"))
         pytest.skip(message + "; start it with scripts/servers/" + script + "/start.sh")
     return url
