@@ -47,13 +47,17 @@ role() {
   esac
 }
 
-# primary: the node that answers and is not in recovery (none: exit status 1).
+# primary: the node that answers and is not in recovery (none: exit status 1). Two of them
+# (an old primary started again after its standby was promoted) count as none, with an error:
+# which one holds the acknowledged writes is not for a script to guess (rejoin.sh then starts
+# afresh).
 primary() {
-  local node
+  local node found=()
   for node in "${NODES[@]}"; do
-    [[ $(role "$node") == primary ]] && { echo "$node"; return 0; }
+    [[ $(role "$node") == primary ]] && found+=("$node")
   done
-  return 1
+  ((${#found[@]} < 2)) || fail "both nodes are primaries"
+  ((${#found[@]} == 1)) && echo "${found[0]}"
 }
 
 # streaming PRIMARY: the primary has exactly one standby and it is streaming.
