@@ -48,7 +48,7 @@ role() {
 }
 
 # primary: the node that answers and is not in recovery (none: exit status 1). Two of them
-# (an old primary started again after its standby was promoted) count as none, with an error:
+# (an old primary started again after its standby was promoted) count as none, with a warning:
 # which one holds the acknowledged writes is not for a script to guess (rejoin.sh then starts
 # afresh).
 primary() {
@@ -56,7 +56,10 @@ primary() {
   for node in "${NODES[@]}"; do
     [[ $(role "$node") == primary ]] && found+=("$node")
   done
-  ((${#found[@]} < 2)) || fail "both nodes are primaries"
+  if ((${#found[@]} > 1)); then
+    echo "postgres-standby: both nodes are primaries" >&2
+    return 1
+  fi
   ((${#found[@]} == 1)) && echo "${found[0]}"
 }
 
@@ -88,8 +91,10 @@ start_node() {
     sleep 0.1
   done
   port_open 127.0.0.1 "$port" && fail "127.0.0.1:$port is taken by another process"
-  local opts="-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200"
-  opts+=" -c fsync=off -c full_page_writes=off -c shared_buffers=64MB"
+  # max_connections and shared_buffers are in postgresql.conf (start.sh): initdb writes them
+  # there, and on the command line too they would make every reload (mode.sh) log errors.
+  local opts="-p $port -k $dir -c listen_addresses=127.0.0.1"
+  opts+=" -c fsync=off -c full_page_writes=off"
   # A promoted standby makes a new timeline; cloning the old primary again needs no WAL kept.
   opts+=" -c wal_level=replica -c max_wal_senders=4 -c hot_standby=on"
   opts+=" -c wal_receiver_status_interval=1s -c wal_sender_timeout=10s"

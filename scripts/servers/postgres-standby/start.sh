@@ -50,6 +50,8 @@ rm -f "$RUN/mode"
 as_pg "$BIN/initdb" -D "$RUN/n1/data" -U postgres -E UTF8 --locale=C.UTF-8 \
   --auth-local=trust --auth-host=scram-sha-256 --no-sync >"$RUN/n1/initdb.log" 2>&1 \
   || { cat "$RUN/n1/initdb.log" >&2; fail "initdb failed"; }
+# The standby gets these with its copy of the data directory.
+printf '%s\n' "max_connections = 200" "shared_buffers = 64MB" >>"$RUN/n1/data/postgresql.conf"
 start_node n1
 as_pg psql -h "$RUN/n1" -p "$(port_of n1)" -U postgres -d postgres -XqtA -v ON_ERROR_STOP=1 \
   >/dev/null <<'SQL' || fail "creating role/database failed"
