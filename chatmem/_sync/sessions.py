@@ -24,7 +24,7 @@ from chatmem._sessions import (
 from chatmem._sync.repository import SessionLog, SummaryStore
 from chatmem.backend import check_limit
 from chatmem.conversation_ids import validate_conversation_id
-from chatmem.exceptions import ConfigurationError, VersionConflictError
+from chatmem.exceptions import ConfigurationError, MessageDecodeError, VersionConflictError
 from chatmem.messages import (
     CHAT_MESSAGE_TYPES,
     EventMessage,
@@ -282,27 +282,41 @@ class Sessions:
 
         Args:
             conversation_id: The parent.
+
+        Raises:
+            MessageDecodeError: A fork record does not name its fork (it is sealed: an
+                encrypted conversation read without its keys).
         """
         forks: list[Fork] = []
         after: Position | None = None
         while True:
-            page = self.read_history(
-                conversation_id, event_types=[FORKED_EVENT], after=after, limit=_PAGE
+            # The events straight from the log: a list of forks needs no version.
+            page = self.repository.find_history(
+                conversation_id, types=_EVENTS, after=after, limit=_PAGE
             )
-            for stored in page.entries:
+            for stored in page:
                 event = stored.message
-                assert isinstance(event, EventMessage)  # read_history kept only events
+                if not isinstance(event, EventMessage) or event.event_type != FORKED_EVENT:
+                    continue
+                fork_id = event.payload.get("fork")
+                if not isinstance(fork_id, str):
+                    # A sealed event read without its keys holds no fork id in clear.
+                    raise MessageDecodeError(
+                        f"conversation {conversation_id!r}: fork record {event.id!r} names no "
+                        "fork (an encrypted conversation read without encryption on?)",
+                        conversation_id=conversation_id,
+                    )
                 forks.append(
                     Fork(
-                        str(event.payload["fork"]),
+                        fork_id,
                         conversation_id,
                         event.payload.get("at"),  # type: ignore[arg-type]
                         event.created_at,
                     )
                 )
-            if len(page.entries) < _PAGE:
+            if len(page) < _PAGE:
                 return forks
-            after = page.entries[-1].position
+            after = page[-1].position
 
     def _carried(
         self, conversation_id: str, at: Position | None
