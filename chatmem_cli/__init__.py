@@ -1,9 +1,10 @@
 """The ``chatmem`` command line: inspect, move and maintain stored conversations.
 
-Commands: ``conversations``, ``show``, ``delete``, ``export``, ``import``, ``migrate``,
-``prune``, ``doctor``, ``chat`` and ``demo``. Every command takes ``--url``; without it the
-repository comes from ``CHATMEM_REPOSITORY_URL`` (or a ``.env`` file), else an embedded SQLite
-file in the user's data directory. Needs the ``cli`` extra (``pip install "chatmem[cli]"``).
+Commands: ``conversations``, ``show``, ``delete``, ``erase``, ``export``, ``import``,
+``migrate``, ``prune``, ``doctor``, ``chat``, ``demo``, ``keys generate`` and ``keys rotate``.
+Every command that opens a repository takes ``--url``; without it the repository comes from
+``CHATMEM_REPOSITORY_URL`` (or a ``.env`` file), else an embedded SQLite file in the user's data
+directory. Needs the ``cli`` extra (``pip install "chatmem[cli]"``).
 
 Example:
     ```console

@@ -1,6 +1,7 @@
 """The commands (argument parsing and output), registered on the app in ``--help`` order.
 
-The work, and the ``export``, ``import`` and ``migrate`` commands, live in sibling modules.
+The work, and the ``erase``, ``export``, ``import``, ``migrate`` and ``keys`` commands, live in
+sibling modules.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from chatmem_cli._demo import run_demo
 from chatmem_cli._doctor import doctor_checks, reach_server
 from chatmem_cli._inspect import list_page, show_conversation
 from chatmem_cli._maintenance import prune_older_than
+from chatmem_cli._privacy_commands import erase_command, keys_app
 from chatmem_cli._transfer_commands import export_command, import_command, migrate_command
 from chatmem_cli._typer_app import OwnerOption, app, checked_conversation_id
 from chatmem_repositories import redact_url
@@ -203,12 +205,13 @@ def demo(url: UrlOption = None) -> None:
 
 
 # Registered here, in the order `chatmem --help` lists them: the demo first, then reading,
-# moving, maintaining and chatting.
+# moving, maintaining and chatting; the key commands last.
 for _name, _command in (
     ("demo", demo),
     ("conversations", conversations),
     ("show", show),
     ("delete", delete),
+    ("erase", erase_command),
     ("export", export_command),
     ("import", import_command),
     ("migrate", migrate_command),
@@ -217,6 +220,7 @@ for _name, _command in (
     ("chat", chat),
 ):
     app.command(_name)(_command)
+app.add_typer(keys_app)
 
 
 def main() -> None:

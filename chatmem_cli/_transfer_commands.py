@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from chatmem import ChatMemError
+from chatmem.privacy import export_owner
 from chatmem_cli._common import (
     UrlOption,
     command_errors,
@@ -38,29 +39,67 @@ MIGRATE_CONCURRENCY = 4
 @command_errors
 def export_command(
     output: Annotated[
-        Path, typer.Argument(metavar="FILE", help="JSON Lines file to write, or - for stdout.")
-    ] = Path("-"),
+        Path | None,
+        typer.Argument(
+            metavar="FILE", help="JSON Lines file to write, or - for stdout (the default)."
+        ),
+    ] = None,
     url: UrlOption = None,
-    owner: OwnerOption = None,
+    owner: Annotated[
+        str | None,
+        typer.Option(
+            "--owner",
+            metavar="OWNER",
+            help="Only this owner's data: their conversations, every fork of them, summaries.",
+        ),
+    ] = None,
+    output_option: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="The file to write, as FILE (- for stdout)."
+        ),
+    ] = None,
 ) -> None:
-    """Export every message as JSON Lines (one message per line, lossless, streamed)."""
+    """Export messages as JSON Lines (one message per line, lossless, streamed).
+
+    With --owner, a person's data: what `chatmem erase --owner` deletes, each message with
+    its position, and each summary on a line of its own.
+    """
+    if output is not None and output_option is not None and output != output_option:
+        fail("give the file once: as FILE or as --output, not both")
+    target = output_option or output or Path("-")
+    if owner is not None and not owner:
+        fail("--owner must not be empty")
     with open_log(resolve_url(url)) as repository, ExitStack() as stack:
         out: TextIO = sys.stdout
-        if str(output) != "-":
-            out = stack.enter_context(output.open("w", encoding="utf-8"))
+        if str(target) != "-":
+            out = stack.enter_context(target.open("w", encoding="utf-8"))
         total = count_conversations(repository, owner=owner)
         # The bar goes to stderr: stdout may be the export itself.
         with progress_bar(err_console) as progress:
             task = progress.add_task("export", total=total)
-            conversations_written, messages = export_lines(
-                repository,
-                out,
-                owner=owner,
-                on_conversation=lambda _id, _n: progress.advance(task),
-            )
+            if owner is not None:
+                report = export_owner(
+                    repository, owner, out, on_conversation=lambda _id: progress.advance(task)
+                )
+            else:
+                conversations_written, messages = export_lines(
+                    repository,
+                    out,
+                    on_conversation=lambda _id, _n: progress.advance(task),
+                )
+    where = f" to {target}." if str(target) != "-" else "."
+    if owner is None:
+        err_console.print(
+            f"Exported {messages} message(s) of {conversations_written} conversation(s){where}",
+            soft_wrap=True,
+        )
+        return
     err_console.print(
-        f"Exported {messages} message(s) of {conversations_written} conversation(s)"
-        + (f" to {output}." if str(output) != "-" else "."),
+        f"Exported owner {owner!r}: {report.messages} message(s) and event(s) and "
+        f"{report.summaries} summary(ies) of {report.conversations} conversation(s) and "
+        f"{report.forks} fork(s) of them{where}",
+        markup=False,
         soft_wrap=True,
     )
 

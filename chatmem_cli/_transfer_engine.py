@@ -139,6 +139,8 @@ def _parse_line(line: str, number: int) -> tuple[str, Message]:
 
 _PREFIX = '{"conversation_id":'
 _MIDDLE = ',"message":'
+_POSITION = ',"position":'
+_SUMMARY = '"summary":'
 _STRING = json.JSONDecoder()
 _CHUNK = 1000
 """Lines decoded in one call."""
@@ -147,12 +149,18 @@ _CHUNK = 1000
 def _split(line: str) -> tuple[str, str] | None:
     """The conversation id and the message's JSON of a line exactly as export writes it.
 
-    ``None`` for any other line (it is then parsed in full, which says what is wrong).
+    An owner's export (``export --owner``) also gives each message's position, which an
+    import leaves out: the destination assigns its own. ``None`` for any other line (it is
+    then parsed in full, which says what is wrong).
     """
     if not line.startswith(_PREFIX):
         return None
     try:
         conversation_id, end = _STRING.raw_decode(line, len(_PREFIX))
+        if line.startswith(_POSITION, end):
+            position, end = _STRING.raw_decode(line, end + len(_POSITION))
+            if type(position) not in (int, str):
+                return None
     except ValueError:
         return None
     if type(conversation_id) is not str or not line.startswith(_MIDDLE, end):
@@ -181,11 +189,30 @@ def _parse_chunk(chunk: list[tuple[int, str]]) -> list[tuple[str, Message]]:
     return [_parse_line(line, number) for number, line in chunk]
 
 
+def _is_summary(line: str) -> bool:
+    """Whether a line is a summary as an owner's export writes it (an import skips it).
+
+    A summary's position is one of the exporting store's: it means nothing elsewhere.
+    """
+    if _SUMMARY not in line:  # cheap, and true of few message lines
+        return False
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("conversation_id"), str)
+        and isinstance(record.get("summary"), dict)
+        and "message" not in record
+    )
+
+
 def _numbered(lines: Iterable[str]) -> Iterator[list[tuple[int, str]]]:
-    """The non-blank lines with their numbers, a chunk at a time."""
+    """The non-blank lines with their numbers, summaries left out, a chunk at a time."""
     chunk: list[tuple[int, str]] = []
     for number, line in enumerate(lines, start=1):
-        if line.strip():
+        if line.strip() and not _is_summary(line):
             chunk.append((number, line))
             if len(chunk) == _CHUNK:
                 yield chunk
