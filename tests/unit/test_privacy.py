@@ -12,7 +12,12 @@ import os
 import pytest
 
 from chatmem import InMemoryChatMemoryRepository, UserMessage, scoped_conversation_id
-from chatmem.encryption import EncryptedLog, KeyUnavailableError, StaticKeyProvider
+from chatmem.encryption import (
+    EncryptedLog,
+    EncryptedVectorStore,
+    KeyUnavailableError,
+    StaticKeyProvider,
+)
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem.privacy import (
     ErasureReport,
@@ -84,6 +89,23 @@ def test_a_fork_under_another_owners_id_goes_with_the_owner() -> None:
     assert [d.text for d in store.similarity_search("Rome Paris", where={"owner": "bob"})] == [
         "Rome"
     ]
+
+
+def test_erase_through_an_encrypted_vector_store() -> None:
+    log = EncryptedLog(InMemoryChatMemoryRepository(), StaticKeyProvider({"k1": os.urandom(32)}))
+    store = EncryptedVectorStore(InMemoryVectorStore(HashingEmbeddingModel()), log)
+    log.append(ANN_TRIP, [UserMessage("I live in Paris")])
+    Sessions(log).fork(ANN_TRIP, "retry-1")
+    store.add(
+        [
+            VectorDocument(text="Paris", metadata={"conversation_id": ANN_TRIP, "owner": "ann"}),
+            VectorDocument(text="again", metadata={"conversation_id": "retry-1"}),
+            VectorDocument(text="Rome", metadata={"conversation_id": BOB_COPY, "owner": "bob"}),
+        ]
+    )
+    report = erase_owner(log, "ann", vector_store=store)
+    assert (report.conversations, report.forks, report.vector_entries) == (1, 1, 2)
+    assert [d.text for d in store.similarity_search("Rome Paris again", top_k=10)] == ["Rome"]
 
 
 class StoppingEncryptedLog(EncryptedLog):
