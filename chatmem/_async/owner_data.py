@@ -306,8 +306,8 @@ async def async_rotate_keys(
     Example:
         ```python
         keys = StaticKeyProvider.from_text(f"k2:{new_key},k1:{old_key}")
-        async with AsyncEncryptedLog(create_async_repository(url), keys) as log:
-            report = await async_rotate_keys(log)
+        log = AsyncEncryptedLog(repository, keys)
+        report = await async_rotate_keys(log, concurrency=4)
         ```
 
     Args:
@@ -326,8 +326,8 @@ async def async_rotate_keys(
     if not _is_encrypted(log):
         raise ConfigurationError(
             f"rotating keys needs an encrypted log, not {type(log).__name__}: open the "
-            "repository with encryption on (a URL with ?encryption=env, or an "
-            "AsyncEncryptedLog with a key provider)"
+            "repository with encryption on (?encryption=env in its URL, or the encrypted "
+            "log over it with a key provider)"
         )
     checked_concurrency(concurrency)
     report = RotationReport()
