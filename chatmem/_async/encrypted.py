@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from datetime import datetime
@@ -119,7 +120,10 @@ class AsyncEncryptedLog:
     def _cached(self, conversation_id: str) -> _Keys | None:
         found = self._conversations.get(conversation_id)
         if found is not None:
-            self._conversations.move_to_end(conversation_id)
+            # The sync twin's threads read the cache without the lock: another thread may
+            # drop this entry between the two calls (the keys found stay valid).
+            with contextlib.suppress(KeyError):
+                self._conversations.move_to_end(conversation_id)
         return found
 
     async def data_key_events(self, conversation_id: str) -> list[EventMessage]:
