@@ -236,9 +236,12 @@ class AsyncStoppingLog:
     def __init__(self, log: Any, budget: Budget) -> None:
         self.log = log
         self.budget = budget
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.log, name)
+        # Python 3.12+ checks runtime protocols without __getattr__ (getattr_static): the
+        # log's public members are set on the instance, so this is a session log as the
+        # log is.
+        for name in dir(log):
+            if not name.startswith("_") and not hasattr(type(self), name):
+                setattr(self, name, getattr(log, name))
 
     async def delete_by_conversation_id(self, conversation_id: str) -> None:
         self.budget.check()
