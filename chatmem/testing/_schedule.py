@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["CheckerSettings", "Step", "plan", "plan_revives", "resolve_seed"]
 
@@ -134,6 +134,11 @@ def plan(seed: int, cycle: int, worker: int, settings: CheckerSettings) -> list[
         anywhere = rng.randrange(settings.conversations)
         conversation = hot if rng.random() < _HOT_SHARE else anywhere
         steps.append(_step(rng, settings, action, conversation))
+    # Every worker makes a version-checked append each cycle, whatever the draws: a small run
+    # could otherwise draw none, and a run that checks no version proves nothing about them.
+    if steps and all(step.action != "versioned_append" for step in steps):
+        chosen = rng.randrange(len(steps))
+        steps[chosen] = replace(steps[chosen], action="versioned_append")
     return steps
 
 

@@ -153,3 +153,25 @@ async def test_a_store_without_versions_is_checked_with_plain_appends() -> None:
     report = await checker.run()
     assert sum(report.version_checked.values()) == 0
     assert not [o for o in report.history.operations if o.action == "find_version"]
+
+
+def test_every_worker_plans_a_versioned_append_each_cycle_however_small_the_run() -> None:
+    from chatmem.testing._schedule import plan
+
+    tiny = CheckerSettings(workers=3, purgers=1, conversations=6, cycles=2, steps_per_cycle=2)
+    for seed in range(2_000):  # at 2 steps, most seeds would draw none without the rule
+        for cycle in range(tiny.cycles):
+            for worker in range(tiny.workers):
+                steps = plan(seed, cycle, worker, tiny)
+                assert len(steps) == tiny.steps_per_cycle
+                assert any(step.action == "versioned_append" for step in steps), (seed, cycle)
+
+
+async def test_a_small_run_the_seed_draws_no_versioned_append_for_still_checks_versions() -> None:
+    # Seed 106040669 once drew no version-checked append among 30 mixed steps at this size.
+    small = CheckerSettings(workers=3, purgers=1, conversations=6, cycles=2, steps_per_cycle=5)
+    async def factory(**options: Any) -> AsyncInMemoryChatMemoryRepository:
+        return AsyncInMemoryChatMemoryRepository(**options)
+
+    report = await AsyncHistoryChecker(factory, settings=small, seed=106040669, ttl=0.3).run()
+    assert sum(report.version_checked.values()) >= small.workers * small.cycles
