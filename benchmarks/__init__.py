@@ -1,0 +1,1 @@
+"""chatmem's benchmarks: run ``python -m benchmarks`` from the repository root."""
