@@ -19,7 +19,6 @@ from chatmem._async.repository import (
 )
 from chatmem._keys import KeyProvider, KeyUnavailableError
 from chatmem._sealing import (
-    DATA_KEY_EVENT,
     DEFAULT_SEARCH_SCAN_LIMIT,
     DataKey,
     EncryptedSearchLimitError,
@@ -137,8 +136,9 @@ class AsyncEncryptedLog:
         while True:
             page = await self.repository.find_history(
                 conversation_id,
+                # Events only, matched here: a text filter would make some stores (Redis)
+                # scan every message of the conversation, where events have an index.
                 types=[MessageType.EVENT],
-                text=DATA_KEY_EVENT,
                 after=after,
                 limit=_PAGE,
             )

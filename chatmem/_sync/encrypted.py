@@ -14,7 +14,6 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from chatmem._keys import KeyProvider, KeyUnavailableError
 from chatmem._sealing import (
-    DATA_KEY_EVENT,
     DEFAULT_SEARCH_SCAN_LIMIT,
     DataKey,
     EncryptedSearchLimitError,
@@ -139,8 +138,9 @@ class EncryptedLog:
         while True:
             page = self.repository.find_history(
                 conversation_id,
+                # Events only, matched here: a text filter would make some stores (Redis)
+                # scan every message of the conversation, where events have an index.
                 types=[MessageType.EVENT],
-                text=DATA_KEY_EVENT,
                 after=after,
                 limit=_PAGE,
             )
