@@ -1,25 +1,20 @@
-"""Retrieval latency of the vector stores: top-20 search filtered to one conversation.
+"""``vector``: retrieval latency of the vector stores, top-20 search filtered to one conversation.
 
-Each store is filled with N entries (256-dimensional hashing embeddings, precomputed, so
-the numbers measure the store and not the model), spread over conversations of
-``--per-conversation`` entries each, then queried ``--queries`` times with a filter on one
-conversation (and its owner). Medians are printed side by side.
-
-Usage:
-    python benchmarks/vector_retrieval.py                      # 1,000 and 100,000 entries
-    python benchmarks/vector_retrieval.py --sizes 1000 --stores memory,neo4j
+Each store is filled with ``--sizes`` entries (256-dimensional hashing embeddings, precomputed,
+so the numbers measure the store and not the model), spread over conversations of 100 entries,
+then queried ``--turns`` times with a filter on one conversation and its owner.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
-import statistics
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
+from benchmarks.harness import Run, scenario
 from chatmem.testing.vectors import AsyncHashingEmbeddingModel, hashing_embedding
 from chatmem.vector_store import AsyncInMemoryVectorStore, AsyncVectorStore, VectorDocument
 
@@ -52,6 +47,7 @@ WORDS = [
 ]
 TOP_K = 20
 FILL_BATCH = 1000
+PER_CONVERSATION = 100
 
 
 def entry(i: int, per_conversation: int, rng: random.Random) -> VectorDocument:
@@ -76,7 +72,9 @@ async def fill(store: AsyncVectorStore, size: int, start: int, per_conversation:
     return time.perf_counter() - began
 
 
-async def measure(store: AsyncVectorStore, size: int, per_conversation: int, queries: int) -> float:
+async def measure(
+    store: AsyncVectorStore, size: int, per_conversation: int, queries: int
+) -> list[float]:
     rng = random.Random(7)
     conversations = max(1, size // per_conversation)
     timings = []
@@ -91,15 +89,13 @@ async def measure(store: AsyncVectorStore, size: int, per_conversation: int, que
         assert all(d.metadata["conversation_id"] == f"conv-{conversation}" for d in found)
         if q >= 5:  # warm-up queries are not counted
             timings.append(elapsed)
-    return statistics.median(timings) * 1000
+    return [t * 1000 for t in timings]
 
-
-# -- stores ----------------------------------------------------------------------------------
 
 Opened = tuple[AsyncVectorStore, Callable[[], Awaitable[None]]]
 
 
-async def open_memory() -> Opened:
+async def open_memory(url: str) -> Opened:
     store = AsyncInMemoryVectorStore(AsyncHashingEmbeddingModel())
 
     async def close() -> None:
@@ -108,12 +104,12 @@ async def open_memory() -> Opened:
     return store, close
 
 
-async def open_neo4j() -> Opened:
+async def open_neo4j(url: str) -> Opened:
     from neo4j import AsyncGraphDatabase
 
     from chatmem_repositories.neo4j import AsyncNeo4jVectorStore
 
-    driver = AsyncGraphDatabase.driver("bolt://127.0.0.1:7687")
+    driver = AsyncGraphDatabase.driver(url.split("?", 1)[0])
     await _neo4j_drop(driver)
     store = AsyncNeo4jVectorStore(driver, AsyncHashingEmbeddingModel(), label="VecBenchDocument")
 
@@ -133,12 +129,13 @@ async def _neo4j_drop(driver: Any) -> None:
         ).consume()
 
 
-async def open_cassandra() -> Opened:
+async def open_cassandra(url: str) -> Opened:
     from cassandra.cluster import Cluster
 
     from chatmem_repositories.cassandra import AsyncCassandraVectorStore
 
-    cluster = Cluster(["127.0.0.1"], port=9042)
+    parts = urlsplit(url)
+    cluster = Cluster([parts.hostname or "127.0.0.1"], port=parts.port or 9042)
     session = cluster.connect()
     session.execute(
         "CREATE KEYSPACE IF NOT EXISTS chatmem_vectors_bench WITH replication = "
@@ -159,52 +156,22 @@ async def open_cassandra() -> Opened:
 OPENERS = {"memory": open_memory, "neo4j": open_neo4j, "cassandra": open_cassandra}
 
 
-async def run(stores: list[str], sizes: list[int], per_conversation: int, queries: int) -> None:
-    results: dict[str, dict[int, tuple[float, float]]] = {}
-    for name in stores:
-        store, close = await OPENERS[name]()
-        results[name] = {}
+async def _run(run: Run) -> None:
+    assert run.backend
+    assert run.url
+    store, close = await OPENERS[run.backend](run.url)
+    try:
         filled = 0
-        try:
-            for size in sorted(sizes):
-                fill_seconds = await fill(store, size, filled, per_conversation)
-                filled = size
-                median = await measure(store, size, per_conversation, queries)
-                results[name][size] = (median, fill_seconds)
-                print(
-                    f"{name:10} {size:>8,} entries: median {median:7.2f} ms "
-                    f"(filled {fill_seconds:6.1f} s)",
-                    flush=True,
-                )
-        finally:
-            await close()
-    print(
-        f"\ntop-{TOP_K} search filtered to one conversation ({per_conversation} entries each), "
-        f"median of {queries} queries, ms"
-    )
-    print("| store | " + " | ".join(f"{s:,} entries" for s in sorted(sizes)) + " |")
-    print("| --- |" + " ---: |" * len(sizes))
-    for name, by_size in results.items():
-        cells = [f"{by_size[s][0]:.2f}" if s in by_size else "-" for s in sorted(sizes)]
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        for size in run.sizes:
+            await fill(store, size, filled, PER_CONVERSATION)
+            filled = size
+            samples = await measure(store, size, PER_CONVERSATION, run.turns)
+            run.record({"n": size, "top_k": TOP_K, "per_conversation": PER_CONVERSATION}, samples)
+    finally:
+        await close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stores", default="memory,neo4j,cassandra")
-    parser.add_argument("--sizes", default="1000,100000")
-    parser.add_argument("--per-conversation", type=int, default=100)
-    parser.add_argument("--queries", type=int, default=100)
-    args = parser.parse_args()
-    asyncio.run(
-        run(
-            args.stores.split(","),
-            [int(s) for s in args.sizes.split(",")],
-            args.per_conversation,
-            args.queries,
-        )
-    )
-
-
-if __name__ == "__main__":
-    main()
+@scenario("vector", backends=("memory", "neo4j"), sizes=(1000, 10000), turns=100)
+def vector(run: Run) -> None:
+    """Top-20 vector search filtered to one conversation, against the number of entries."""
+    asyncio.run(_run(run))
