@@ -16,12 +16,12 @@ from benchmarks._micro import bench
 from benchmarks.harness import Run, scenario
 from benchmarks.scenarios.client import ANSWER, QUESTION, _Discard
 from chatmem import CONVERSATION_ID, ChatClient, MessageWindowChatMemory
+from chatmem.telemetry import configure
 from chatmem.testing import ScriptedChatModel
 from chatmem_advisors import MessageChatMemoryAdvisor
 
 
 def _install_sdk() -> None:
-    from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
@@ -31,8 +31,10 @@ def _install_sdk() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
-    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    configure(
+        tracer_provider=provider,
+        meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]),
+    )
 
 
 def _turn() -> Any:
@@ -53,4 +55,7 @@ def _turn() -> Any:
 def telemetry(run: Run) -> None:
     """A turn with the OpenTelemetry API only (no-op spans) against the SDK recording (pyperf)."""
     turn = _turn()
-    bench(run, {"API only": turn, "SDK": turn}, before={"SDK": _install_sdk})
+    try:
+        bench(run, {"API only": turn, "SDK": turn}, before={"SDK": _install_sdk})
+    finally:
+        configure()  # back to the global providers (a no-op API)
