@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
-    scenarios.load()
+    scenarios.load_all()
     if args.scenario == "list":
         width = max(map(len, SCENARIOS))
         for name, found in sorted(SCENARIOS.items()):

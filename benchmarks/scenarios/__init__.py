@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-__all__ = ["load"]
+__all__ = ["load_all"]
 
 
-def load() -> None:
+def load_all() -> None:
     """Import every scenario module, so that each registers itself."""
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):

@@ -33,7 +33,7 @@ def _pair(i: int) -> list[UserMessage | AssistantMessage]:
 
 
 def _sync_level(
-    run: Run, memory: MessageWindowChatMemory, ids: list[str], clients: int
+    run: Run, memory: MessageWindowChatMemory, ids: list[str], clients: int, used: set[str]
 ) -> list[float]:
     stop = time.perf_counter() + run.duration
     latencies: list[list[float]] = [[] for _ in range(clients)]
@@ -42,6 +42,7 @@ def _sync_level(
         rng = random.Random()
         while time.perf_counter() < stop:
             cid = rng.choice(ids)
+            used.add(cid)
             began = time.perf_counter()
             memory.get(cid)
             memory.add(cid, _pair(len(mine)))
@@ -56,7 +57,7 @@ def _sync_level(
 
 
 async def _async_level(
-    run: Run, memory: AsyncMessageWindowChatMemory, ids: list[str], clients: int
+    run: Run, memory: AsyncMessageWindowChatMemory, ids: list[str], clients: int, used: set[str]
 ) -> list[float]:
     stop = time.perf_counter() + run.duration
 
@@ -64,6 +65,7 @@ async def _async_level(
         rng, mine = random.Random(), []
         while time.perf_counter() < stop:
             cid = rng.choice(ids)
+            used.add(cid)
             began = time.perf_counter()
             await memory.get(cid)
             await memory.add(cid, _pair(len(mine)))
@@ -85,17 +87,17 @@ def _record(run: Run, clients: int, latencies: list[float], cpu: float) -> None:
     )
 
 
-async def _run_async(run: Run, ids: list[str]) -> None:
+async def _run_async(run: Run, ids: list[str], used: set[str]) -> None:
     assert run.url
     repository = create_async_repository(run.url, **repository_options(run.url))
     memory = AsyncMessageWindowChatMemory(repository, max_messages=20)
     try:
         for clients in run.clients:
             cpu = time.process_time()
-            latencies = await _async_level(run, memory, ids, clients)
+            latencies = await _async_level(run, memory, ids, clients, used)
             _record(run, clients, latencies, time.process_time() - cpu)
     finally:
-        for cid in ids:
+        for cid in used:  # only those a turn created
             await repository.delete_by_conversation_id(cid)
         await repository.aclose()
 
@@ -107,17 +109,18 @@ def load(run: Run) -> None:
     """Turns per second and turn latency as concurrent clients grow (threads or tasks)."""
     assert run.url
     ids = [f"load-{uuid.uuid4().hex[:8]}-{i}" for i in range(CONVERSATIONS)]
+    used: set[str] = set()
     if run.is_async:
-        asyncio.run(_run_async(run, ids))
+        asyncio.run(_run_async(run, ids, used))
         return
     repository = create_repository(run.url, **repository_options(run.url))
     memory = MessageWindowChatMemory(repository, max_messages=20)
     try:
         for clients in run.clients:
             cpu = time.process_time()
-            latencies = _sync_level(run, memory, ids, clients)
+            latencies = _sync_level(run, memory, ids, clients, used)
             _record(run, clients, latencies, time.process_time() - cpu)
     finally:
-        for cid in ids:
+        for cid in used:  # only those a turn created
             repository.delete_by_conversation_id(cid)
         repository.close()
