@@ -84,16 +84,20 @@ def run_scenario(found: Scenario, args: argparse.Namespace, extra: Sequence[str]
             extra=list(extra),
         )
         began = time.perf_counter()
+        quiet = "--worker" in extra  # a pyperf worker: its manager reports
         if args.profile:
             print(profiled(lambda run=run: found.func(run)))
         else:
             found.func(run)
-        for record in run.records:
+        for record in [] if quiet else run.records:
             summary = record["summary"]
             median = f"median {summary['median']:.4g} {record['unit']}" if summary["count"] else ""
             shown = {k: v for k, v in record["params"].items() if k != "flavor"}
-            print(f"{found.name} {shown} {median} {record['results'] or ''}".rstrip())
-        print(f"# {found.name} on {backend or 'in-process'}: {time.perf_counter() - began:.1f} s")
+            derived = {k: v for k, v in record["results"].items() if not isinstance(v, list)}
+            print(f"{found.name} {shown} {median} {derived or ''}".rstrip())
+        if not quiet:
+            took = time.perf_counter() - began
+            print(f"# {found.name} on {backend or 'in-process'}: {took:.1f} s")
         runs.append(run)
     return runs
 
