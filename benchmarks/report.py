@@ -201,12 +201,6 @@ def _peers(records: list[Record]) -> list[str]:
     ]
 
 
-def _micro_row(record: Record) -> Sequence[str]:
-    s = record["summary"]
-    params = record["params"]
-    return [record["scenario"], params["case"], params["flavor"], f"{s['median']:.1f}"]
-
-
 def markdown(results: Path | None = None) -> str:
     """The page, from the newest records in ``results`` (default ``benchmarks/results``)."""
     got = {name: newest(read_records(name, results)) for name in _SCENARIOS}
@@ -241,17 +235,27 @@ def markdown(results: Path | None = None) -> str:
         lambda r: f"{r['results']['turns_per_s']:,.0f}/s, p99 {_ms(r['summary'].get('p99'))}",
     )
     micro = got["codec"] + got["client"] + got["telemetry"]
-    lines += _section(
-        "In-process costs (pyperf)",
-        "Median \u00b5s per call, pyperf's worker processes: the codec (`codec`; decode is 20 "
-        "records, encode and construct two messages), `ChatClient` and the memory advisor over "
-        "a scripted model (`client`), and a turn with OpenTelemetry's API only or its SDK "
-        "recording (`telemetry`).",
-        micro,
-        ["scenario", "case", "twin", "\u00b5s"],
-        _micro_row,
-        lambda r: (r["scenario"], r["params"]["flavor"]),
-    )
+    if micro:
+        joined: dict[tuple[str, str], list[str]] = {}
+        for r in micro:
+            key = (r["scenario"], r["params"]["flavor"])
+            joined.setdefault(key, []).append(f"{r['params']['case']} {r['summary']['median']:.1f}")
+        lines += [
+            "",
+            "## In-process costs (pyperf)",
+            "",
+            "Median \u00b5s per call in pyperf's worker processes: the codec (`codec`; decode is "
+            "20 records, encode and construct two messages), `ChatClient` and the memory advisor "
+            "over a scripted model (`client`), a turn with OpenTelemetry's API only or its SDK "
+            "recording (`telemetry`).",
+            "",
+            *_table(
+                ["scenario", "twin", "median \u00b5s per call"],
+                [[name, flavor, ", ".join(cases)] for (name, flavor), cases in joined.items()],
+            ),
+            "",
+            _source(micro),
+        ]
     lines += _other(got)
     return "\n".join(lines) + "\n"
 
@@ -269,26 +273,19 @@ def _other(got: dict[str, list[Record]]) -> list[str]:
                 f" (encoded: {res['encoded_message_bytes']})",
             ]
         )
-    for r in sorted(got["bulk"], key=lambda r: _rank(r["params"]["backend"])):
-        p = r["params"]
-        rows.append(
-            [
-                "bulk",
-                p["backend"],
-                f"{p['step']}, {p['messages']:,} messages",
-                f"{r['results']['msgs_per_s']:,} messages/s",
-            ]
-        )
-    for r in sorted(got["erase"], key=lambda r: _rank(r["params"]["backend"])):
-        p = r["params"]
-        rows.append(
-            [
-                "erase",
-                p["backend"],
-                f"{p['step']}, {p['conversations']:,} conversations",
-                f"{r['results']['seconds']:.2f} s",
-            ]
-        )
+    for name, unit in (("bulk", "messages/s"), ("erase", "s")):
+        steps: dict[str, list[str]] = {}
+        sizes: dict[str, str] = {}
+        for r in got[name]:
+            p, res = r["params"], r["results"]
+            value = f"{res['msgs_per_s']:,}" if name == "bulk" else f"{res['seconds']:.2f}"
+            steps.setdefault(p["backend"], []).append(f"{p['step']} {value}")
+            sizes[p["backend"]] = f"{p['messages'] if name == 'bulk' else p['conversations']:,}"
+        what = "messages" if name == "bulk" else "conversations"
+        for backend in sorted(steps, key=_rank):
+            rows.append(
+                [name, backend, f"{sizes[backend]} {what}", f"{'; '.join(steps[backend])} ({unit})"]
+            )
     for r in sorted(got["fork"], key=lambda r: (_rank(r["params"]["backend"]), r["params"]["n"])):
         p = r["params"]
         rows.append(

@@ -14,7 +14,9 @@ def test_the_page_is_rendered_from_the_checked_in_records() -> None:
 
 
 def test_the_page_stays_short() -> None:
-    assert len((DOCS / "benchmarks.md").read_text().splitlines()) <= 160
+    assert (
+        len((DOCS / "benchmarks.md").read_text().splitlines()) <= 160
+    )  # about 150, and the peers table's rows
 
 
 def test_newest_record_of_each_parameter_set_wins(tmp_path: Path) -> None:
