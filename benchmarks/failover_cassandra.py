@@ -54,7 +54,9 @@ SETTINGS = ("one node down", "two nodes down", "one node back", "both back")
 
 def append_cost(url: str, appends: int) -> dict[str, float]:
     """Milliseconds per sequential one-message append (median, p95), after a warm-up."""
-    repository = CassandraChatMemoryRepository.from_url(url, table_prefix="chatmem_ring_")
+    repository = CassandraChatMemoryRepository.from_url(
+        url, table_prefix="chatmem_ring_", create_keyspace=True
+    )
     conversation_id = f"cost-{uuid.uuid4().hex[:12]}"
     try:
         for n in range(20):  # connect, prepare, warm the JITs

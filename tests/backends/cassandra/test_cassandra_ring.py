@@ -53,7 +53,8 @@ def test_ring_url_names_three_nodes_and_creates_replication_factor_3(ring_url: s
     repository = CassandraChatMemoryRepository.from_url(ring_url, **repository_options())
     try:
         assert repository.find_conversation_ids() is not None  # connects, creates the keyspace
-        session = repository._db.session  # type: ignore[attr-defined]
+        session = repository._db.session
+        assert session is not None
         row = session.execute(
             "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
             (settings.keyspace,),
