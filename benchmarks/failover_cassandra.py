@@ -99,7 +99,11 @@ def record(run: RingRun) -> dict[str, Any]:
             for phase in run.phases
         },
         "checker_errors": dict(checker.errors) if checker else None,
-        "anomalies": [a.kind for a in checker.anomalies] if checker else None,
+        "anomalies": (
+            [{"kind": a.kind, "explanation": a.explanation} for a in checker.anomalies]
+            if checker
+            else None
+        ),
     }
 
 
