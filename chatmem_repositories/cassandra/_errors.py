@@ -83,6 +83,14 @@ def map_driver_error(exc: BaseException, *, write: bool = False) -> BaseExceptio
     """
     if isinstance(exc, ChatMemError):
         return exc
+    errors = list((exc.errors or {}).values()) if isinstance(exc, NoHostAvailable) else []
+    if errors and all(isinstance(error, Unavailable) for error in errors):
+        # Every node the driver tried refused for too few live replicas (the default retry
+        # policy tries the next node once): say so, not that the cluster is unreachable.
+        # Cassandra refuses before writing anything, so the write surely did not apply.
+        return RepositoryConnectionError(
+            f"not enough Cassandra replicas are up: {errors[-1]}", backend=BACKEND
+        )
     for classes, error, text in _TABLE:
         if isinstance(exc, classes):
             message = f"{text}: {type(exc).__name__}: {exc}"

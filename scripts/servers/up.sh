@@ -2,13 +2,13 @@
 # Start every test server the suite needs, in parallel where the machine allows, and write
 # their URLs to $CHATMEM_SERVERS_RUN/urls.env (source it to point the tests at them).
 #
-# Usage: scripts/servers/up.sh [name...]   (default: all nine)
+# Usage: scripts/servers/up.sh [name...]   (default: all ten)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=common.sh
 source "$here/common.sh"
 
-all=(postgres mariadb redis redis-cluster postgres-standby ferretdb cassandra neo4j toxiproxy)
+all=(postgres mariadb redis redis-cluster postgres-standby ferretdb cassandra cassandra-ring neo4j toxiproxy)
 names=("${@:-${all[@]}}")
 logdir=$CHATMEM_SERVERS_RUN/logs
 mkdir -p "$logdir"
@@ -59,6 +59,7 @@ export CHATMEM_TEST_REDIS_URL=redis://127.0.0.1:${CHATMEM_REDIS_PORT:-63799}/0
 export CHATMEM_TEST_REDIS_CLUSTER_URL=redis+cluster://127.0.0.1:${CHATMEM_REDIS_CLUSTER_PORT:-7101},127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 1)),127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 2))
 export CHATMEM_TEST_MONGODB_URL=mongodb://127.0.0.1:${CHATMEM_FERRETDB_PORT:-27027}/chatmem_test
 export CHATMEM_TEST_CASSANDRA_URL=cassandra://127.0.0.1:${CHATMEM_CASSANDRA_PORT:-9042}/chatmem_test
+export CHATMEM_TEST_CASSANDRA_RING_URL='cassandra://127.0.0.2:9042,127.0.0.3:9042,127.0.0.4:9042/chatmem_ring?create_keyspace=true&replication_factor=3'
 export CHATMEM_TEST_NEO4J_URL=bolt://127.0.0.1:${CHATMEM_NEO4J_PORT:-7687}
 export CHATMEM_TEST_TOXIPROXY_URL=http://127.0.0.1:${CHATMEM_TOXIPROXY_PORT:-8474}
 URLS

@@ -20,6 +20,7 @@ DEFAULT_PORTS = {
     "redis": 6379,
     "mongodb": 27017,
     "cassandra": 9042,
+    "cassandra_ring": 9042,
     "neo4j": 7687,
 }
 DEFAULT_URLS = {
@@ -36,6 +37,12 @@ DEFAULT_URLS = {
     "redis_cluster": "redis+cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103",
     "mongodb": "mongodb://127.0.0.1:27027/chatmem_test",
     "cassandra": "cassandra://127.0.0.1:9042/chatmem_test",
+    # Three nodes on 127.0.0.2-4 (scripts/servers/cassandra-ring/start.sh); the keyspace is
+    # created with replication factor 3.
+    "cassandra_ring": (
+        "cassandra://127.0.0.2:9042,127.0.0.3:9042,127.0.0.4:9042/chatmem_ring"
+        "?create_keyspace=true&replication_factor=3"
+    ),
     "neo4j": "bolt://127.0.0.1:7687",
     # Toxiproxy's HTTP API: the fault tests put its proxies between a repository and a server.
     "toxiproxy": "http://127.0.0.1:8474",

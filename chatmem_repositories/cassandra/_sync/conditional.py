@@ -23,7 +23,12 @@ from typing import Any
 
 from chatmem.backend import Lock, StoredMessage, sleep
 from chatmem.conversation_ids import owner_of
-from chatmem.exceptions import RepositoryError, RepositoryTimeoutError, VersionConflictError
+from chatmem.exceptions import (
+    RepositoryError,
+    RepositoryTimeoutError,
+    RepositoryWriteTimeoutError,
+    VersionConflictError,
+)
 from chatmem.messages import Message
 from chatmem_repositories.cassandra._codec import (
     FIRST_POSITION,
@@ -121,6 +126,8 @@ class ConditionalWrites:
         ``append`` for the batch and its conditions.
 
         Raises:
+            RepositoryWriteTimeoutError: If the Paxos rounds kept timing out for ``patience``
+                seconds (contention, or replicas down): the last one may have applied.
             RepositoryError: If other writers kept taking the next position for
                 ``patience`` seconds.
         """
@@ -128,14 +135,11 @@ class ConditionalWrites:
         mode = "live" if self.ttl else None
         expected = self.next.get(conversation_id)
         races = 0
+        timed_out = False
         deadline = time.monotonic() + self.patience
         for attempt in itertools.count():
             if attempt and time.monotonic() > deadline:
-                raise RepositoryError(
-                    f"Cassandra did not apply the append within {self.patience:g} s"
-                    f" ({attempt} attempts): other writers kept taking the next position",
-                    backend=BACKEND,
-                )
+                raise self._gave_up(attempt, timed_out=timed_out)
             first = FIRST_POSITION if expected is None else expected
             items = message_rows(conversation_id, owner, pending, first, expected)
             if mode is not None:
@@ -147,6 +151,7 @@ class ConditionalWrites:
             listed = not self.ttl and expected is not None
             alongside = [] if listed else [self.listing(db, conversation_id)]
             result = self.send_conditional(db, items, alongside, attempt)
+            timed_out = result is None
             if result is None:
                 continue
             if result and result[0].get("[applied]"):
@@ -244,6 +249,23 @@ class ConditionalWrites:
                     backend=BACKEND,
                 )
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _gave_up(self, attempt: int, *, timed_out: bool) -> RepositoryError:
+        """The error of an append that kept being re-sent for ``patience`` seconds."""
+        if timed_out:
+            # The last round's outcome is unknown: a caller must know to send the same
+            # append again (it is idempotent), not that it surely failed.
+            return RepositoryWriteTimeoutError(
+                f"Cassandra's Paxos rounds for the append kept timing out for"
+                f" {self.patience:g} s ({attempt} attempts: contention, or too few replicas"
+                " answering); the write may have been applied",
+                backend=BACKEND,
+            )
+        return RepositoryError(
+            f"Cassandra did not apply the append within {self.patience:g} s"
+            f" ({attempt} attempts): other writers kept taking the next position",
+            backend=BACKEND,
+        )
 
     def _keep_trying(self, attempt: int, deadline: float) -> None:
         """Raise once a version-checked append has re-sent for ``patience`` seconds."""
