@@ -250,7 +250,8 @@ class AsyncRedisChatMemoryRepository:
                 sentinel, client = async_sentinel_master(
                     found.sentinels,
                     found.service_name,
-                    found.sentinel_kwargs,
+                    # No retries of a sentinel query: the next sentinel is asked instead.
+                    {**found.sentinel_kwargs, "retry": AsyncRetry(NoBackoff(), 0)},
                     retry=AsyncRetry(NoBackoff(), 0),
                     **{**found.server_kwargs, **kwargs},
                 )

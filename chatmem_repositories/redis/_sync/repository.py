@@ -252,7 +252,8 @@ class RedisChatMemoryRepository:
                 sentinel, client = sentinel_master(
                     found.sentinels,
                     found.service_name,
-                    found.sentinel_kwargs,
+                    # No retries of a sentinel query: the next sentinel is asked instead.
+                    {**found.sentinel_kwargs, "retry": Retry(NoBackoff(), 0)},
                     retry=Retry(NoBackoff(), 0),
                     **{**found.server_kwargs, **kwargs},
                 )
