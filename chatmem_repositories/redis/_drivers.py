@@ -82,6 +82,24 @@ def discover(client: Redis | RedisCluster) -> None:
     """Nothing to do: the sync ``RedisCluster`` reads the slots when it is created."""
 
 
+class _AsyncSentinelPool(AsyncSentinelConnectionPool):
+    """redis-py's async Sentinel pool; a connection to a replaced master is dropped on release.
+
+    redis-py's sync pool checks ``owns_connection`` when a connection comes back and closes
+    one whose address is no longer the master's; its async ``ConnectionPool.release`` never
+    calls it (redis-py 8.1). So a connection that was in use while a failover changed the
+    master went back to the pool still connected to the old one, and was used again: reads
+    then saw a replica, writes got READONLY, or, on an old master cut off but still up, were
+    acknowledged and lost. Closing it here makes its next use ask the sentinels, as sync does.
+    """
+
+    async def release(self, connection: Any) -> None:
+        master = self.master_address
+        if self.is_master and master is not None and (connection.host, connection.port) != master:
+            await connection.disconnect()
+        await super().release(connection)
+
+
 def async_sentinel_master(
     sentinels: list[tuple[str, int]],
     service_name: str,
@@ -98,7 +116,7 @@ def async_sentinel_master(
     client = sentinel.master_for(
         service_name,
         redis_class=AsyncRedis,
-        connection_pool_class=AsyncSentinelConnectionPool,
+        connection_pool_class=_AsyncSentinelPool,
         **kwargs,
     )
     return sentinel, client

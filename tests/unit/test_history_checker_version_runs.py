@@ -170,6 +170,7 @@ def test_every_worker_plans_a_versioned_append_each_cycle_however_small_the_run(
 async def test_a_small_run_the_seed_draws_no_versioned_append_for_still_checks_versions() -> None:
     # Seed 106040669 once drew no version-checked append among 30 mixed steps at this size.
     small = CheckerSettings(workers=3, purgers=1, conversations=6, cycles=2, steps_per_cycle=5)
+
     async def factory(**options: Any) -> AsyncInMemoryChatMemoryRepository:
         return AsyncInMemoryChatMemoryRepository(**options)
 

@@ -108,3 +108,23 @@ def test_wait_replicas_waits_for_both_replicas(sentinel_url: str) -> None:
         stored = repository.append("waited", [UserMessage("hi", id="m1")])
         assert [s.position for s in stored] == [1]
         assert repository.append_many([("waited", [UserMessage("again", id="m2")])])[0]
+
+
+async def test_async_pool_drops_a_connection_to_a_replaced_master(sentinel_url: str) -> None:
+    # The sync pool closes a returned connection whose address is no longer the master's; the
+    # async one (redis-py 8.1) did not, so it went on using the old master after a failover.
+    repository = AsyncRedisChatMemoryRepository.from_url(sentinel_url, key_prefix=PREFIX)
+    async with repository:
+        await repository.find_version("c")
+        pool = repository._client.connection_pool
+        connection = await pool.get_connection()
+        assert connection.is_connected
+        real = pool.master_address
+        pool.master_address = ("127.0.0.1", 1)  # what a rediscovery after a failover records
+        try:
+            await pool.release(connection)
+        finally:
+            pool.master_address = real
+        assert not connection.is_connected
+        # Its next use asks the sentinels again and reaches the master.
+        assert await repository.find_version("c") == 0

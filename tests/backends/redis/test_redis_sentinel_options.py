@@ -10,6 +10,7 @@ from redis.asyncio.sentinel import SentinelManagedSSLConnection as AsyncSSLConne
 from redis.sentinel import SentinelConnectionPool, SentinelManagedConnection
 
 from chatmem.exceptions import ConfigurationError, RepositoryConnectionError
+from chatmem_cli._doctor import _endpoints, drivers_for
 from chatmem_repositories import create_async_repository, create_repository
 from chatmem_repositories.redis import AsyncRedisChatMemoryRepository, RedisChatMemoryRepository
 from chatmem_repositories.redis._options import parse_url, sentinel_settings
@@ -107,3 +108,9 @@ async def test_async_repository_uses_redis_py_sentinel_pool_with_tls() -> None:
         assert pool.connection_class is AsyncSSLConnection
         with pytest.raises(RepositoryConnectionError, match="no redis master available"):
             await repository.find_version("c")
+
+
+def test_doctor_knows_the_sentinel_and_cluster_schemes() -> None:
+    assert drivers_for("redis+sentinel://s/svc") == ["redis"]
+    assert drivers_for("rediss+cluster://h:1") == ["redis"]
+    assert _endpoints("redis+sentinel://s1,s2:26380/svc") == [("s1", 26379), ("s2", 26380)]
