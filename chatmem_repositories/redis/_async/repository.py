@@ -795,9 +795,12 @@ class AsyncRedisChatMemoryRepository:
         """Close the client if this repository created it (``from_url``)."""
         if self._owns_client:
             with mapped_driver_errors(self._server, "closing"):
-                await self._client.aclose()
-                for sentinel in self._sentinel.sentinels if self._sentinel else []:
-                    await sentinel.aclose()
+                try:
+                    await self._client.aclose()
+                finally:
+                    # The sentinels' clients are not the master client's: close them too.
+                    for sentinel in self._sentinel.sentinels if self._sentinel else []:
+                        await sentinel.aclose()
 
     async def __aenter__(self) -> AsyncRedisChatMemoryRepository:
         return self

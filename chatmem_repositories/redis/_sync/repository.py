@@ -785,9 +785,12 @@ class RedisChatMemoryRepository:
         """Close the client if this repository created it (``from_url``)."""
         if self._owns_client:
             with mapped_driver_errors(self._server, "closing"):
-                self._client.close()
-                for sentinel in self._sentinel.sentinels if self._sentinel else []:
-                    sentinel.close()
+                try:
+                    self._client.close()
+                finally:
+                    # The sentinels' clients are not the master client's: close them too.
+                    for sentinel in self._sentinel.sentinels if self._sentinel else []:
+                        sentinel.close()
 
     def __enter__(self) -> RedisChatMemoryRepository:
         return self
