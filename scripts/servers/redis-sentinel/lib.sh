@@ -90,9 +90,11 @@ CONF
   # down; 9>&-: it must not inherit the start/stop lock.
   setsid redis-server "$dir/redis.conf" --daemonize no </dev/null >/dev/null 2>&1 9>&- &
   echo $! >"$RUN/node-$port.pid"
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ $(cli "$port" ping) == PONG ]] && return 0
+  local i reply
+  for ((i = 0; i < 300; i++)); do
+    # A replica answers LOADING (or MASTERDOWN) while it takes its copy: it is up.
+    reply=$(cli "$port" ping) || reply=""
+    [[ $reply == PONG || $reply == LOADING* || $reply == MASTERDOWN* ]] && return 0
     alive "$(cat "$RUN/node-$port.pid")" redis-server || break
     sleep 0.1
   done
