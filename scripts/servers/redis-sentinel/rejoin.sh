@@ -19,7 +19,8 @@ for ((i = 0; i < 300; i++)); do
 done
 [[ -n $m ]] || fail "the sentinels name no master that answers"
 for port in "${NODES[@]}"; do
-  [[ $(cli "$port" ping) == PONG ]] && continue
+  reply=$(cli "$port" ping) || reply=""
+  [[ $reply == PONG || $reply == LOADING* || $reply == MASTERDOWN* ]] && continue  # it is up
   # Started as a replica at once, so there is never a second master for a moment.
   start_node "$port" "$m"
 done
