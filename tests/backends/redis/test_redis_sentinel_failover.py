@@ -41,7 +41,12 @@ from tests.support.redis_sentinel import (
 from tests.support.servers import server_url
 
 # What a call may raise during the switch: nothing was applied, or it may have been.
-TYPED_ERRORS = {"RepositoryConnectionError", "RepositoryOutcomeUnknownError"}
+# A reply that did not come within read_timeout on a loaded machine is the write-timeout one.
+TYPED_ERRORS = {
+    "RepositoryConnectionError",
+    "RepositoryOutcomeUnknownError",
+    "RepositoryWriteTimeoutError",
+}
 # Asynchronous replication on loopback lags by milliseconds; an append acknowledged longer
 # than this before the failover began must have reached a replica.
 LOSS_WINDOW = 1.0
