@@ -55,6 +55,10 @@ _NON_SQL = {
     "mongodb+srv": "pymongo",
     "redis": "redis",
     "rediss": "redis",
+    "redis+cluster": "redis",
+    "rediss+cluster": "redis",
+    "redis+sentinel": "redis",
+    "rediss+sentinel": "redis",
     "cassandra": "cassandra-driver",
     "neo4j": "neo4j",
     "neo4j+s": "neo4j",
@@ -72,6 +76,8 @@ _DEFAULT_PORTS = {
     "mongodb": 27017,
     "redis": 6379,
     "rediss": 6379,
+    "redis+sentinel": 26379,  # the URL names the sentinels
+    "rediss+sentinel": 26379,
     "cassandra": 9042,
     "neo4j": 7687,
     "neo4j+s": 7687,
@@ -113,7 +119,7 @@ def _versions(url: str) -> str:
 def _endpoints(url: str) -> list[tuple[str, int]]:
     parts = split_url(url)
     scheme = parts.scheme.lower()
-    port = _DEFAULT_PORTS.get(scheme.partition("+")[0]) or _DEFAULT_PORTS.get(scheme)
+    port = _DEFAULT_PORTS.get(scheme) or _DEFAULT_PORTS.get(scheme.partition("+")[0])
     if port is None:
         return []  # sqlite, memory, mongodb+srv (DNS decides), custom schemes
     hosts = parts.netloc.rpartition("@")[2]

@@ -40,6 +40,8 @@ FORMS: list[tuple[str, str, str]] = [
     ("Redis", "TLS", f"rediss://:{SECRET}@127.0.0.1:1/0"),
     ("Redis", "several hosts", f"redis://:{SECRET}@127.0.0.1:1,127.0.0.2:1/0"),
     ("Redis", "unclosed IPv6", f"redis://:{SECRET}@[::1:6379/0"),
+    ("Redis", "Sentinel", f"redis+sentinel://:{SECRET}@127.0.0.1:1,127.0.0.2:1/mymaster/0"),
+    ("Redis", "Sentinel, no service", f"redis+sentinel://:{SECRET}@127.0.0.1:1"),
     ("MongoDB", "single host", "mongodb://127.0.0.1:1/app"),
     ("MongoDB", "credentials", f"mongodb://app:{SECRET}@127.0.0.1:1/app?authSource=admin"),
     (

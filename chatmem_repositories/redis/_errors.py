@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from redis import exceptions as redis_errors
+from redis.asyncio.sentinel import MasterNotFoundError as AsyncMasterNotFoundError
+from redis.sentinel import MasterNotFoundError
 
 from chatmem.exceptions import (
     RepositoryConnectionError,
@@ -21,6 +23,7 @@ __all__ = [
     "BACKEND",
     "CLUSTER_UNAVAILABLE",
     "DRIVER_ERRORS",
+    "NO_MASTER",
     "RETRYABLE",
     "closed_while_in_use",
     "map_driver_error",
@@ -36,6 +39,15 @@ CLUSTER_UNAVAILABLE = (
     redis_errors.SlotNotCoveredError,  # the client's slot table has a hole (failover)
 )
 """Redis Cluster refused the command without running it: failover, resharding, no quorum."""
+
+NO_MASTER = (MasterNotFoundError, AsyncMasterNotFoundError)
+"""No sentinel names a master that is up (a failover in progress, or no sentinel answers):
+nothing was sent to a server."""
+
+# redis-py's Sentinel connection turns a READONLY reply (a write sent to a master that has
+# been demoted to a replica) into a ConnectionError with this text, after disconnecting so
+# that the next connection asks the sentinels again. The replica refused the write.
+_DEMOTED = "previous master is now a"
 
 RETRYABLE = (
     redis_errors.ConnectionError,
@@ -77,12 +89,15 @@ def closed_while_in_use(exc: BaseException) -> redis_errors.ConnectionError | No
 def never_sent(exc: BaseException) -> bool:
     """Tell whether a failed call cannot have reached the server.
 
-    True when no connection could be made (redis-py says "... connecting to ...") or none
-    was free in the pool. Anything else (a reset, a closed connection, no answer in time)
+    True when no connection could be made (redis-py says "... connecting to ..."), none
+    was free in the pool, no sentinel named a master, or a master demoted to a replica
+    refused the write (READONLY). Anything else (a reset, a closed connection, no answer in time)
     may have come after the command was sent.
     """
-    if isinstance(exc, (redis_errors.MaxConnectionsError, *CLUSTER_UNAVAILABLE)):
+    if isinstance(exc, (redis_errors.MaxConnectionsError, *CLUSTER_UNAVAILABLE, *NO_MASTER)):
         return True
+    if isinstance(exc, redis_errors.ReadOnlyError) or _DEMOTED in str(exc):
+        return True  # a replica refused it: not applied
     return isinstance(exc, RETRYABLE) and "connecting to" in str(exc)
 
 
@@ -105,6 +120,18 @@ def map_driver_error(
     ):
         return RepositoryConnectionError(
             f"redis cluster at {server} is unavailable while {action}: {exc}", backend=BACKEND
+        )
+    if isinstance(exc, NO_MASTER):
+        return RepositoryConnectionError(
+            f"no redis master available for {server} while {action} (the sentinels name "
+            f"none that is up: a failover may be in progress): {exc}{again}",
+            backend=BACKEND,
+        )
+    if isinstance(exc, redis_errors.ReadOnlyError) or _DEMOTED in str(exc):
+        return RepositoryConnectionError(
+            f"redis at {server} is a read-only replica while {action} (a master demoted by a "
+            f"failover?); nothing was written: {exc}{again}",
+            backend=BACKEND,
         )
     if isinstance(exc, redis_errors.TimeoutError | TimeoutError):
         timeout = RepositoryWriteTimeoutError if unknown else RepositoryTimeoutError

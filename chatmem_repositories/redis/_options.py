@@ -6,15 +6,22 @@ the URL for redis-py to read; any other redis-py argument goes in ``driver_optio
 
 A ``redis+cluster://`` (or ``rediss+cluster://``) URL selects Redis Cluster: its comma-separated
 ``host:port`` seed nodes become redis-py ``RedisCluster`` startup nodes.
+
+A ``redis+sentinel://`` (or ``rediss+sentinel://``) URL selects Redis Sentinel: its
+comma-separated ``host:port`` pairs are sentinels, its path names the monitored service and
+optionally the database (``/mymaster/0``); redis-py's ``Sentinel(...).master_for(...)`` makes
+the client (see :func:`sentinel_settings`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlunsplit
+from urllib.parse import unquote, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, field_validator
+from redis.connection import parse_url as redis_parse_url
 
 from chatmem.backend import (
     Duration,
@@ -30,16 +37,27 @@ from chatmem_repositories.redis._schema import check_key_prefix
 __all__ = [
     "CLUSTER_SCHEMES",
     "DRIVER_PARAMETERS",
+    "SENTINEL_SCHEMES",
     "RedisOptions",
+    "SentinelSettings",
     "check_server_url",
     "cluster_seeds",
     "is_cluster_url",
+    "is_sentinel_url",
     "parse_url",
+    "sentinel_settings",
     "with_db",
 ]
 
 CLUSTER_SCHEMES: dict[str, str] = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 """URL schemes that select Redis Cluster, and the scheme redis-py reads for each node."""
+
+SENTINEL_SCHEMES: dict[str, str] = {"redis+sentinel": "redis", "rediss+sentinel": "rediss"}
+"""URL schemes that select Redis Sentinel, and the scheme of the servers (``rediss``: TLS to
+the sentinels and to the master)."""
+
+SENTINEL_ONLY = ("sentinel_username", "sentinel_password", "sentinel_timeout")
+"""Options that only a Sentinel URL takes."""
 
 DRIVER_PARAMETERS: tuple[str, ...] = (
     "client_name",
@@ -76,8 +94,8 @@ def check_server_url(url: str) -> str:
     if "," in hosts:
         raise ConfigurationError(
             f"a Redis URL names one server, got several in {redact_url(url)!r}; for Redis "
-            "Cluster use redis+cluster://host:port,host:port; for Sentinel, pass "
-            "Sentinel(...).master_for(...) as the repository's client"
+            "Cluster use redis+cluster://host:port,host:port; for Sentinel use "
+            "redis+sentinel://sentinel:26379,sentinel:26379/service_name[/db]"
         )
     try:
         parts.port  # noqa: B018 - urllib checks the port only when it is read
@@ -91,6 +109,11 @@ def is_cluster_url(url: str) -> bool:
     return split_url(url).scheme.lower() in CLUSTER_SCHEMES
 
 
+def is_sentinel_url(url: str) -> bool:
+    """Whether ``url`` selects Redis Sentinel (``redis+sentinel://`` or ``rediss+sentinel://``)."""
+    return split_url(url).scheme.lower() in SENTINEL_SCHEMES
+
+
 def cluster_seeds(url: str) -> list[tuple[str, int]]:
     """The seed nodes of a ``redis+cluster://h1:p1,h2:p2`` URL, as (host, port) pairs.
 
@@ -99,23 +122,25 @@ def cluster_seeds(url: str) -> list[tuple[str, int]]:
     Raises:
         ConfigurationError: For an empty host or a malformed port.
     """
+    return _hosts(url, "Redis Cluster", "seed nodes", 6379)
+
+
+def _hosts(url: str, kind: str, what: str, default_port: int) -> list[tuple[str, int]]:
     hosts = split_url(url).netloc.rpartition("@")[2]
-    seeds = []
+    found = []
     for host in hosts.split(","):
         node = split_url(f"//{host.strip()}")
         try:
-            port = node.port or 6379
+            port = node.port or default_port
         except ValueError as exc:
-            raise ConfigurationError(
-                f"bad port in Redis Cluster URL {redact_url(url)!r}: {exc}"
-            ) from None
+            raise ConfigurationError(f"bad port in {kind} URL {redact_url(url)!r}: {exc}") from None
         if not node.hostname:
             raise ConfigurationError(
-                f"a Redis Cluster URL lists seed nodes as host:port,host:port; got an empty "
+                f"a {kind} URL lists {what} as host:port,host:port; got an empty "
                 f"one in {redact_url(url)!r}"
             )
-        seeds.append((node.hostname, port))
-    return seeds
+        found.append((node.hostname, port))
+    return found
 
 
 def _first_node_url(url: str) -> str:
@@ -160,6 +185,21 @@ class RedisOptions(BaseModel):
     history_scan_budget: PositiveInt = 5000
     """Most messages one ``find_history`` round trip examines when filtering by text or by
     several criteria; longer scans continue in further round trips."""
+    wait_replicas: NonNegativeInt = 0
+    """After each write, wait (Redis ``WAIT``, on the write's connection, in the same round
+    trip) until this many replicas have it; fewer within ``wait_timeout_ms`` raises
+    ``RepositoryOutcomeUnknownError`` (the write is on the master but a failover may lose it).
+    0: do not wait. Not for Redis Cluster."""
+    wait_timeout_ms: PositiveInt = 1000
+    """How long ``wait_replicas`` waits for the replicas, in milliseconds."""
+    sentinel_username: str | None = None
+    """Redis Sentinel only: the user name for the sentinels (the URL's user info is the
+    servers')."""
+    sentinel_password: str | None = None
+    """Redis Sentinel only: the password for the sentinels."""
+    sentinel_timeout: Duration = timedelta(seconds=2)
+    """Redis Sentinel only: connect and read timeout of each sentinel query; a sentinel that
+    does not answer in time is skipped for the next one."""
     cluster_buckets: PositiveInt = 64
     """Redis Cluster only: how many hash-tag groups the conversation index is split into (each
     bucket is one slot, holding its conversations and their index). Every client of one
@@ -179,21 +219,99 @@ class RedisOptions(BaseModel):
         }
 
 
+@dataclass(frozen=True)
+class SentinelSettings:
+    """What redis-py's ``Sentinel`` and ``master_for`` take for a ``redis+sentinel://`` URL."""
+
+    sentinels: list[tuple[str, int]]
+    """The sentinels, as (host, port) pairs (a port left out is 26379)."""
+    service_name: str
+    """The name the sentinels monitor the master under."""
+    sentinel_kwargs: dict[str, Any]
+    """Connection arguments of the sentinel connections (timeouts, credentials, TLS)."""
+    server_kwargs: dict[str, Any]
+    """Connection arguments of the master's connections (db, credentials, TLS, driver
+    parameters), without chatmem's timeouts."""
+
+
+def _sentinel_path(url: str, db: int | None) -> tuple[str, int]:
+    """The service name and the database of a Sentinel URL's path ``/service[/db]``."""
+    path = split_url(url).path.strip("/")
+    service, _, db_text = (unquote(part) for part in path.partition("/"))
+    if not service:
+        raise ConfigurationError(
+            f"a Redis Sentinel URL names the monitored service in its path, as in "
+            f"redis+sentinel://host:26379,host:26379/mymaster/0; got none in {redact_url(url)!r}"
+        )
+    if db_text and not (db_text.isascii() and db_text.isdigit()):
+        raise ConfigurationError(
+            f"bad database {db_text!r} in Redis Sentinel URL {redact_url(url)!r}: the path is "
+            "/service_name or /service_name/<db number>"
+        )
+    return service, db if db is not None else int(db_text or 0)
+
+
+def sentinel_settings(parsed: ParsedUrl[RedisOptions]) -> SentinelSettings:
+    """Read a parsed ``redis+sentinel://`` URL into redis-py's Sentinel arguments.
+
+    The URL's user info and driver parameters apply to the master's connections, as in a
+    ``redis://`` URL (redis-py reads them: ``redis.connection.parse_url``);
+    ``sentinel_username``, ``sentinel_password`` and ``sentinel_timeout`` to the sentinels'.
+    ``rediss+sentinel://`` uses TLS to both, with the same ``ssl_*`` parameters.
+
+    Raises:
+        ConfigurationError: For no service name, a bad database, an empty host or a bad port.
+    """
+    url, options = parsed.url, parsed.options
+    parts = split_url(url)
+    service, db = _sentinel_path(url, options.db)
+    tls = SENTINEL_SCHEMES[parts.scheme.lower()] == "rediss"
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    # redis-py's own reading of a Redis URL's credentials and query, on a stand-in host.
+    plain = urlunsplit(
+        parts._replace(scheme="rediss" if tls else "redis", netloc=f"{userinfo}{at}h", path="")
+    )
+    server_kwargs = redis_parse_url(plain)  # type: ignore[no-untyped-call]
+    for name in ("host", "port", "path", "connection_class"):
+        server_kwargs.pop(name, None)
+    server_kwargs["db"] = db
+    ssl_kwargs = {k: v for k, v in server_kwargs.items() if k.startswith("ssl_")}
+    if tls:
+        server_kwargs["ssl"] = True
+    timeout = options.sentinel_timeout.total_seconds()
+    sentinel_kwargs: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        **({"ssl": True, **ssl_kwargs} if tls else {}),
+    }
+    if options.sentinel_username is not None:
+        sentinel_kwargs["username"] = options.sentinel_username
+    if options.sentinel_password is not None:
+        sentinel_kwargs["password"] = options.sentinel_password
+    return SentinelSettings(
+        _hosts(url, "Redis Sentinel", "sentinels", 26379), service, sentinel_kwargs, server_kwargs
+    )
+
+
 def parse_url(url: str, keyword_options: dict[str, Any]) -> ParsedUrl[RedisOptions]:
     """Apply the URL option rule to a Redis URL and keyword options.
 
     ``redis://`` and ``rediss://`` name one server; ``redis+cluster://`` and
-    ``rediss+cluster://`` name seed nodes of a Redis Cluster (see :func:`cluster_seeds`).
+    ``rediss+cluster://`` name seed nodes of a Redis Cluster (see :func:`cluster_seeds`);
+    ``redis+sentinel://`` and ``rediss+sentinel://`` name sentinels and a service (see
+    :func:`sentinel_settings`).
 
     Returns:
         The URL for redis-py (declared driver parameters kept, ``db`` applied to the path; for
-        a cluster, a ``redis://`` URL of its first seed node), chatmem's options, and the
-        driver's keyword arguments.
+        a cluster, a ``redis://`` URL of its first seed node; for Sentinel, the URL as given),
+        chatmem's options, and the driver's keyword arguments.
 
     Raises:
         ConfigurationError: For an unknown option (with did-you-mean), a bad value, a
             malformed port or IPv6 address, several hosts in a single-server URL, a database
-            other than 0 for a cluster, or ``cluster_buckets`` without a cluster.
+            other than 0 for a cluster, ``cluster_buckets`` or ``wait_replicas`` with a
+            cluster URL mixed up, Sentinel options without a Sentinel URL, or a Sentinel URL
+            without its service name.
     """
     parsed = parse_url_options(
         RedisOptions,
@@ -202,7 +320,27 @@ def parse_url(url: str, keyword_options: dict[str, Any]) -> ParsedUrl[RedisOptio
         backend=BACKEND,
         driver_parameters=DRIVER_PARAMETERS,
     )
-    if is_cluster_url(parsed.url):
+    given = parsed.options.model_fields_set
+    sentinel_only = sorted(given & set(SENTINEL_ONLY))
+    if sentinel_only and not is_sentinel_url(parsed.url):
+        raise ConfigurationError(
+            f"{', '.join(sentinel_only)} apply to Redis Sentinel only: use a "
+            "redis+sentinel://host:port,host:port/service_name URL"
+        )
+    if is_sentinel_url(parsed.url):
+        if "cluster_buckets" in given:
+            raise ConfigurationError(
+                "cluster_buckets applies to Redis Cluster, not to Redis Sentinel: a Sentinel "
+                "service is one master and its replicas"
+            )
+        sentinel_settings(parsed)  # checks the sentinels, the service name and the database
+        base = parsed.url
+    elif is_cluster_url(parsed.url):
+        if "wait_replicas" in given:
+            raise ConfigurationError(
+                "wait_replicas applies to one server or a Redis Sentinel service, not to Redis "
+                "Cluster (its WAIT covers one node)"
+            )
         if parsed.options.db not in (None, 0):
             raise ConfigurationError(
                 f"Redis Cluster has only database 0, got db={parsed.options.db}"
@@ -220,9 +358,14 @@ def parse_url(url: str, keyword_options: dict[str, Any]) -> ParsedUrl[RedisOptio
         for name in (*parsed.url_driver_parameters, *parsed.driver_options)
         if name.startswith("ssl_")
     )
-    if tls_only and split_url(base).scheme.lower() != "rediss":
+    if (
+        tls_only
+        and SENTINEL_SCHEMES.get(split_url(base).scheme.lower(), split_url(base).scheme.lower())
+        != "rediss"
+    ):
         # redis-py would accept them here and fail at the first command with a TypeError.
         raise ConfigurationError(
-            f"{', '.join(tls_only)} only apply to TLS connections: use a rediss:// URL"
+            f"{', '.join(tls_only)} only apply to TLS connections: use a rediss:// (or "
+            "rediss+sentinel://, rediss+cluster://) URL"
         )
     return ParsedUrl(base, parsed.options, parsed.driver_options, parsed.url_driver_parameters)

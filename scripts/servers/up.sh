@@ -8,13 +8,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=common.sh
 source "$here/common.sh"
 
-all=(postgres mariadb redis redis-cluster postgres-standby ferretdb cassandra cassandra-ring neo4j toxiproxy)
+all=(postgres mariadb redis redis-cluster redis-sentinel postgres-standby ferretdb cassandra cassandra-ring neo4j toxiproxy)
 names=("${@:-${all[@]}}")
 logdir=$CHATMEM_SERVERS_RUN/logs
 mkdir -p "$logdir"
 
 # Debian's servers start in well under a second each (the six-node Redis Cluster in a few
-# seconds: redis-cli waits for the nodes to agree) and share one apt run, so start them
+# seconds: redis-cli waits for the nodes to agree; the Sentinel topology in a few too: the
+# sentinels find each other by hello messages every 2 s) and share one apt run, so start them
 # first and in order; the slow ones (JVMs, the FerretDB and Toxiproxy builds, and the
 # PostgreSQL primary with its standby: a base backup and two servers, a few seconds, on the
 # binaries the single server installed) then start side by side.
@@ -22,7 +23,7 @@ declare -A pids=() began=()
 fast=() slow=()
 for name in "${names[@]}"; do
   case $name in
-    postgres | mariadb | redis | redis-cluster) fast+=("$name") ;;
+    postgres | mariadb | redis | redis-cluster | redis-sentinel) fast+=("$name") ;;
     *) slow+=("$name") ;;
   esac
 done
@@ -57,6 +58,7 @@ export CHATMEM_TEST_POSTGRESQL_STANDBY_URL='postgresql+psycopg://test:test@127.0
 export CHATMEM_TEST_MARIADB_URL='mysql+pymysql://test:test@127.0.0.1:${CHATMEM_MARIADB_PORT:-33061}/testdb?charset=utf8mb4'
 export CHATMEM_TEST_REDIS_URL=redis://127.0.0.1:${CHATMEM_REDIS_PORT:-63799}/0
 export CHATMEM_TEST_REDIS_CLUSTER_URL=redis+cluster://127.0.0.1:${CHATMEM_REDIS_CLUSTER_PORT:-7101},127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 1)),127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 2))
+export CHATMEM_TEST_REDIS_SENTINEL_URL=redis+sentinel://127.0.0.1:${CHATMEM_REDIS_SENTINELS_PORT:-26401},127.0.0.1:$((${CHATMEM_REDIS_SENTINELS_PORT:-26401} + 1)),127.0.0.1:$((${CHATMEM_REDIS_SENTINELS_PORT:-26401} + 2))/chatmem/0
 export CHATMEM_TEST_MONGODB_URL=mongodb://127.0.0.1:${CHATMEM_FERRETDB_PORT:-27027}/chatmem_test
 export CHATMEM_TEST_CASSANDRA_URL=cassandra://127.0.0.1:${CHATMEM_CASSANDRA_PORT:-9042}/chatmem_test
 export CHATMEM_TEST_CASSANDRA_RING_URL='cassandra://127.0.0.2:9042,127.0.0.3:9042,127.0.0.4:9042/chatmem_ring?create_keyspace=true&replication_factor=3'

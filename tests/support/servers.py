@@ -35,6 +35,11 @@ DEFAULT_URLS = {
     "redis": "redis://127.0.0.1:63799/0",
     # Six nodes on 7101-7106 (scripts/servers/redis-cluster/start.sh); three seeds suffice.
     "redis_cluster": "redis+cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103",
+    # A master, two replicas and three sentinels (scripts/servers/redis-sentinel/start.sh); the
+    # URL names the sentinels and the service.
+    "redis_sentinel": (
+        "redis+sentinel://127.0.0.1:26401,127.0.0.1:26402,127.0.0.1:26403/chatmem/0"
+    ),
     "mongodb": "mongodb://127.0.0.1:27027/chatmem_test",
     "cassandra": "cassandra://127.0.0.1:9042/chatmem_test",
     # Three nodes on 127.0.0.2-4 (scripts/servers/cassandra-ring/start.sh); the keyspace is

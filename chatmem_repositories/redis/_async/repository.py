@@ -1,4 +1,4 @@
-"""The Redis repository, on plain Redis 7 (one server or a Redis Cluster) through redis-py."""
+"""The Redis repository, on plain Redis 7 (one server, a Sentinel service or a Redis Cluster)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,11 @@ from chatmem.backend import (
     scrub,
 )
 from chatmem.conversation_ids import owner_of, validate_conversation_id
-from chatmem.exceptions import ConfigurationError, VersionConflictError
+from chatmem.exceptions import (
+    ConfigurationError,
+    RepositoryOutcomeUnknownError,
+    VersionConflictError,
+)
 from chatmem.messages import Message, MessageType, decode_message
 from chatmem.repository import ConversationSummary
 from chatmem_repositories.redis import _scripts
@@ -43,10 +47,14 @@ from chatmem_repositories.redis._drivers import (
     AsyncRedisCluster,
     AsyncRetry,
     AsyncScript,
+    AsyncSentinel,
+    AsyncSentinelConnectionPool,
     async_cluster_node,
     async_discover,
+    async_sentinel_master,
 )
 from chatmem_repositories.redis._errors import (
+    BACKEND,
     DRIVER_ERRORS,
     RETRYABLE,
     closed_while_in_use,
@@ -54,7 +62,13 @@ from chatmem_repositories.redis._errors import (
     mapped_driver_errors,
     never_sent,
 )
-from chatmem_repositories.redis._options import cluster_seeds, is_cluster_url, parse_url
+from chatmem_repositories.redis._options import (
+    cluster_seeds,
+    is_cluster_url,
+    is_sentinel_url,
+    parse_url,
+    sentinel_settings,
+)
 from chatmem_repositories.redis._schema import KeyLayout, escape_key_part, expiry_member
 
 __all__ = ["AsyncRedisChatMemoryRepository"]
@@ -99,7 +113,10 @@ def _checked_out(
 def _server_of(client: AsyncRedis | AsyncRedisCluster) -> str:
     if isinstance(client, AsyncRedisCluster):
         return "cluster " + ",".join(client.nodes_manager.startup_nodes)
-    kwargs = client.connection_pool.connection_kwargs
+    pool = client.connection_pool
+    if isinstance(pool, AsyncSentinelConnectionPool):
+        return f"sentinel service {pool.service_name}"
+    kwargs = pool.connection_kwargs
     if "path" in kwargs:
         return str(kwargs["path"])
     return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
@@ -111,7 +128,9 @@ class AsyncRedisChatMemoryRepository:
     Every call on a conversation is one Lua script or one command, so each is atomic and one
     round trip. On Redis Cluster (a ``RedisCluster`` client, or a ``redis+cluster://`` URL)
     every script stays in one slot; listing and purging read every index bucket (one
-    pipeline). See ``docs/backends/redis.md`` for the key layout. Keeps summaries
+    pipeline). A Redis Sentinel service (``redis+sentinel://`` URL, or a client from redis-py's
+    ``Sentinel.master_for``) is followed through failovers by redis-py's Sentinel pool. See
+    ``docs/backends/redis.md`` for the key layout. Keeps summaries
     (:class:`~chatmem.repository.AsyncSummaryStore`) in the conversation's meta hash, so a
     summary expires and is deleted with its conversation (``save_all`` drops it too).
 
@@ -138,6 +157,12 @@ class AsyncRedisChatMemoryRepository:
         cluster_buckets: With a Redis Cluster client, how many hash-tag groups the
             conversation index is split into; every client of one ``key_prefix`` must use the
             same number. Ignored on a single server.
+        wait_replicas: After each write, wait (Redis ``WAIT``, sent with the write in one
+            round trip) until this many replicas have it; if fewer do within
+            ``wait_timeout_ms``, raise
+            :class:`~chatmem.exceptions.RepositoryOutcomeUnknownError`: the write is on the
+            master but a failover may lose it. 0 (default): do not wait. Not on a cluster.
+        wait_timeout_ms: How long ``wait_replicas`` waits, in milliseconds.
     """
 
     db_system: ClassVar[str] = "redis"
@@ -152,10 +177,19 @@ class AsyncRedisChatMemoryRepository:
         history_scan_budget: int = 5000,
         retries: int = 0,
         cluster_buckets: int = 64,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
     ) -> None:
         self._client = client
         self._owns_client = False
+        self._sentinel: AsyncSentinel | None = None  # the sentinels' clients, closed with ours
         clustered = isinstance(client, AsyncRedisCluster)
+        if wait_replicas and clustered:
+            raise ConfigurationError("wait_replicas is not supported on Redis Cluster")
+        if wait_timeout_ms <= 0:
+            raise ConfigurationError("wait_timeout_ms must be positive (WAIT 0 never returns)")
+        self._wait_replicas = check_limit(wait_replicas)
+        self._wait_timeout_ms = int(wait_timeout_ms)
         self._discovered = not clustered
         self._keys = KeyLayout(key_prefix, cluster_buckets if clustered else 0)
         self._ttl = normalize_ttl(ttl)
@@ -182,7 +216,10 @@ class AsyncRedisChatMemoryRepository:
 
         ``redis://`` and ``rediss://`` (TLS) name one server; ``redis+cluster://h1:p1,h2:p2``
         and ``rediss+cluster://...`` name seed nodes of a Redis Cluster (redis-py's
-        ``RedisCluster`` finds the others).
+        ``RedisCluster`` finds the others); ``redis+sentinel://s1:p1,s2:p2/service[/db]`` and
+        ``rediss+sentinel://...`` (TLS to sentinels and servers) name the sentinels of a
+        service, whose master redis-py's ``Sentinel.master_for`` finds and follows through
+        failovers.
 
         A query parameter is one of chatmem's options
         (:class:`~chatmem_repositories.redis.RedisOptions`) or one of the redis-py parameters
@@ -192,20 +229,33 @@ class AsyncRedisChatMemoryRepository:
 
         Args:
             url: Such as ``redis://user:secret@host:6379/0?key_prefix=app&ttl=3600`` or
-                ``redis+cluster://10.0.0.1:6379,10.0.0.2:6379?ttl=3600``.
+                ``redis+cluster://10.0.0.1:6379,10.0.0.2:6379?ttl=3600`` or
+                ``redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster/0?ttl=3600``.
             **options: chatmem's options, declared driver parameters, and
                 ``driver_options={...}``; they win over the URL's query.
 
         Raises:
             ConfigurationError: For an unknown option (naming it, with a suggestion), a bad
                 value, a malformed port or IPv6 address, several hosts in a single-server
-                URL, or a database other than 0 on a cluster.
+                URL, a database other than 0 on a cluster, or a Sentinel URL without its
+                service name.
         """
         parsed = parse_url(url, options)
         kwargs = {**parsed.options.client_kwargs(), **parsed.driver_options}
         client: AsyncRedis | AsyncRedisCluster
+        sentinel = None
         try:
-            if is_cluster_url(url):
+            if is_sentinel_url(url):
+                found = sentinel_settings(parsed)
+                sentinel, client = async_sentinel_master(
+                    found.sentinels,
+                    found.service_name,
+                    # No retries of a sentinel query: the next sentinel is asked instead.
+                    {**found.sentinel_kwargs, "retry": AsyncRetry(NoBackoff(), 0)},
+                    retry=AsyncRetry(NoBackoff(), 0),
+                    **{**found.server_kwargs, **kwargs},
+                )
+            elif is_cluster_url(url):
                 # The first seed is in parsed.url; the others are startup nodes too.
                 seeds = [async_cluster_node(host, port) for host, port in cluster_seeds(url)[1:]]
                 client = AsyncRedisCluster.from_url(
@@ -236,11 +286,14 @@ class AsyncRedisChatMemoryRepository:
             history_scan_budget=parsed.options.history_scan_budget,
             retries=parsed.options.retries,
             cluster_buckets=parsed.options.cluster_buckets,
+            wait_replicas=parsed.options.wait_replicas,
+            wait_timeout_ms=parsed.options.wait_timeout_ms,
         )
         repository._owns_client = True
+        repository._sentinel = sentinel
         # Retries are left to _call, which knows whether a failed attempt was sent.
         repository._client_retries = False
-        repository._server = redact_url(parsed.url)
+        repository._server = redact_url(parsed.url.partition("?")[0] if sentinel else parsed.url)
         return repository
 
     async def server_version(self) -> str:
@@ -294,16 +347,51 @@ class AsyncRedisChatMemoryRepository:
     async def _run(
         self, action: str, script: str, keys: list[str], args: list[Any], *, write: bool = False
     ) -> Any:
-        return await self._call(action, lambda: self._evalsha(script, keys, args), write=write)
+        return await self._call(
+            action, lambda: self._evalsha(script, keys, args, write=write), write=write
+        )
 
-    async def _evalsha(self, name: str, keys: list[str], args: list[Any]) -> Any:
+    async def _evalsha(
+        self, name: str, keys: list[str], args: list[Any], *, write: bool = False
+    ) -> Any:
         # EVALSHA straight from the client (redis-py's Script object adds a layer per call).
         # A server that lacks the script (restarted, failed over, SCRIPT FLUSH) answers
         # NOSCRIPT; EVAL then runs it and caches it there.
+        if write and self._wait_replicas:
+            return await self._evalsha_waited(name, keys, args)
         try:
             return await self._client.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
         except NoScriptError:
             return await self._client.eval(getattr(_scripts, name), len(keys), *keys, *args)
+
+    async def _evalsha_waited(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        # The script and WAIT in one pipeline: one connection, as WAIT counts the replicas
+        # that have this connection's writes, and one round trip.
+        script = self._scripts[name]
+        reply: Any = None
+        acknowledged: Any = None
+        for command, body in (("EVALSHA", script.sha), ("EVAL", script.script)):
+            pipeline = self._client.pipeline(transaction=False)
+            pipeline.execute_command(command, body, len(keys), *keys, *args)
+            pipeline.execute_command("WAIT", self._wait_replicas, self._wait_timeout_ms)
+            reply, acknowledged = await pipeline.execute(raise_on_error=False)
+            if not isinstance(reply, NoScriptError):
+                break
+        for answer in (reply, acknowledged):
+            if isinstance(answer, Exception):
+                raise answer
+        self._check_replicas(acknowledged)
+        return reply
+
+    def _check_replicas(self, acknowledged: Any) -> None:
+        if as_int(acknowledged) < self._wait_replicas:
+            raise RepositoryOutcomeUnknownError(
+                f"redis at {self._server}: the write is on the master, but only "
+                f"{as_int(acknowledged)} of the {self._wait_replicas} replicas asked for "
+                f"(wait_replicas) had it within {self._wait_timeout_ms} ms; a failover now "
+                "may lose it: send it again to be sure",
+                backend=BACKEND,
+            )
 
     def _names(self, conversation_id: str) -> tuple[list[str], list[str], str]:
         # (conversation keys, append keys, escaped owner) of a validated conversation id.
@@ -452,7 +540,7 @@ class AsyncRedisChatMemoryRepository:
         async def attempt() -> Any:
             nonlocal attempts
             attempts += 1
-            return await self._evalsha("APPEND_CHECKED", keys, args)
+            return await self._evalsha("APPEND_CHECKED", keys, args, write=True)
 
         reply = await self._call("appending", attempt, write=True)
         # A client that retries by itself may have sent the script twice as well.
@@ -512,18 +600,31 @@ class AsyncRedisChatMemoryRepository:
         pipeline = self._client.pipeline(transaction=False)
         for keys, args in calls:
             pipeline.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        if self._wait_replicas:  # one WAIT after all of them, on the same connection
+            pipeline.execute_command("WAIT", self._wait_replicas, self._wait_timeout_ms)
         replies = list(await pipeline.execute(raise_on_error=False))
+        acknowledged = replies.pop() if self._wait_replicas else None
         missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
         if missing:
             pipeline = self._client.pipeline(transaction=False)
             for i in missing:
                 keys, args = calls[i]
                 pipeline.execute_command("EVAL", script.script, len(keys), *keys, *args)
-            for i, reply in zip(missing, await pipeline.execute(raise_on_error=False), strict=True):
+            if self._wait_replicas:  # the EVALs may be on another connection: WAIT there too
+                pipeline.execute_command("WAIT", self._wait_replicas, self._wait_timeout_ms)
+            answers = list(await pipeline.execute(raise_on_error=False))
+            if self._wait_replicas:
+                again = answers.pop()
+                both = [acknowledged, again]
+                failed = [a for a in both if isinstance(a, Exception)]
+                acknowledged = failed[0] if failed else min(as_int(a) for a in both)
+            for i, reply in zip(missing, answers, strict=True):
                 replies[i] = reply
-        for reply in replies:
+        for reply in [*replies, acknowledged]:
             if isinstance(reply, Exception):
                 raise reply
+        if self._wait_replicas:
+            self._check_replicas(acknowledged)
         return replies
 
     async def find_recent(
@@ -694,7 +795,12 @@ class AsyncRedisChatMemoryRepository:
         """Close the client if this repository created it (``from_url``)."""
         if self._owns_client:
             with mapped_driver_errors(self._server, "closing"):
-                await self._client.aclose()
+                try:
+                    await self._client.aclose()
+                finally:
+                    # The sentinels' clients are not the master client's: close them too.
+                    for sentinel in self._sentinel.sentinels if self._sentinel else []:
+                        await sentinel.aclose()
 
     async def __aenter__(self) -> AsyncRedisChatMemoryRepository:
         return self
