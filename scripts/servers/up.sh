@@ -2,7 +2,7 @@
 # Start every test server the suite needs, in parallel where the machine allows, and write
 # their URLs to $CHATMEM_SERVERS_RUN/urls.env (source it to point the tests at them).
 #
-# Usage: scripts/servers/up.sh [name...]   (default: all ten)
+# Usage: scripts/servers/up.sh [name...]   (default: all eleven)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=common.sh
