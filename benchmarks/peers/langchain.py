@@ -169,9 +169,10 @@ class LangchainSQLPeer(_HistoryPeer):
             return
         try:
             await self._clear()
-            from sqlalchemy import MetaData, Table
+            from sqlalchemy import text
 
-            Table(SQL_TABLE, MetaData(), autoload_with=self._engine).drop(self._engine)
+            with self._engine.begin() as connection:
+                connection.execute(text(f"DROP TABLE IF EXISTS {SQL_TABLE}"))
         finally:
             self._engine.dispose()
             self._engine = None
