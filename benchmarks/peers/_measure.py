@@ -17,6 +17,7 @@ __all__ = ["MODULES", "WARMUP", "available_peers", "measure_peers", "missing_pee
 # Each peer module and the distribution that provides its library.
 MODULES = {
     "chatmem": "chatmem",
+    "chatmem_adapters": "chatmem[langchain,openai-agents]",
     "langchain": "langchain-postgres, langchain-community",
     "llama_index": "llama-index-storage-chat-store-postgres, -redis",
     "openai_agents": "openai-agents[redis,sqlalchemy]",

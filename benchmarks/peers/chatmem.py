@@ -31,7 +31,7 @@ class ChatmemPeer:
 
     async def open(self, url: str) -> None:
         if self.store == "sqlite":
-            url = f"sqlite:///{sqlite_path(url, self.name)}"
+            url = f"sqlite:///{sqlite_path(url, self.name.replace(' ', '-'))}"
         elif self.store in ("postgresql", "mariadb"):
             url += ("&" if "?" in url else "?") + "initialize_schema=always"
         elif self.store == "cassandra":

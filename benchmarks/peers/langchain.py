@@ -15,19 +15,19 @@ from langchain_postgres import PostgresChatMessageHistory
 
 from benchmarks.peers._common import BATCH, answer, libpq_url, question, sqlalchemy_url, sqlite_path
 
-__all__ = ["LangchainPostgresPeer", "LangchainRedisPeer", "LangchainSQLPeer"]
+__all__ = ["LangchainPostgresPeer", "LangchainRedisPeer", "LangchainSQLPeer", "turn_messages"]
 
 # One table each: both run on PostgreSQL.
 TABLE = "peers_langchain_postgres"
 SQL_TABLE = "peers_langchain_sql"
 
 
-def _pair(i: int) -> list[BaseMessage]:
+def turn_messages(i: int) -> list[BaseMessage]:
     return [HumanMessage(question(i)), AIMessage(answer(i))]
 
 
 def _seed_messages(messages: int) -> list[BaseMessage]:
-    return [m for i in range((messages + 1) // 2) for m in _pair(i)][:messages]
+    return [m for i in range((messages + 1) // 2) for m in turn_messages(i)][:messages]
 
 
 class _HistoryPeer:
@@ -54,7 +54,7 @@ class _HistoryPeer:
         history = self._histories[conversation_id]
         self._turns += 1
         read = len(history.messages)
-        history.add_messages(_pair(self._turns))
+        history.add_messages(turn_messages(self._turns))
         return read
 
     async def stored(self, conversation_id: str) -> list[str]:
@@ -95,7 +95,7 @@ class LangchainPostgresPeer(_HistoryPeer):
         history = self._histories[conversation_id]
         self._turns += 1
         read = len(await history.aget_messages())
-        await history.aadd_messages(_pair(self._turns))
+        await history.aadd_messages(turn_messages(self._turns))
         return read
 
     async def stored(self, conversation_id: str) -> list[str]:

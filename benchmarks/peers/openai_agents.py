@@ -14,7 +14,7 @@ from agents.extensions.memory import RedisSession, SQLAlchemySession
 
 from benchmarks.peers._common import BATCH, WINDOW, answer, question, sqlalchemy_url, sqlite_path
 
-__all__ = ["AgentsSessionPeer"]
+__all__ = ["AgentsSessionPeer", "turn_items"]
 
 SESSIONS_TABLE = "peers_agent_sessions"
 MESSAGES_TABLE = "peers_agent_messages"
@@ -26,7 +26,7 @@ NAMES = {
 }
 
 
-def _items(i: int) -> list[Any]:
+def turn_items(i: int) -> list[Any]:
     """The user's item and the assistant's answer, as the Runner adds them."""
     return [
         {"role": "user", "content": question(i)},
@@ -86,7 +86,7 @@ class AgentsSessionPeer:
 
     async def seed(self, conversation_id: str, messages: int) -> None:
         session = self._sessions[conversation_id] = self._session(conversation_id)
-        items = [item for i in range((messages + 1) // 2) for item in _items(i)][:messages]
+        items = [item for i in range((messages + 1) // 2) for item in turn_items(i)][:messages]
         for start in range(0, len(items), BATCH):
             await session.add_items(items[start : start + BATCH])
 
@@ -94,7 +94,7 @@ class AgentsSessionPeer:
         session = self._sessions[conversation_id]
         self._turns += 1
         read = len(await session.get_items(WINDOW))
-        await session.add_items(_items(self._turns))
+        await session.add_items(turn_items(self._turns))
         return read
 
     async def stored(self, conversation_id: str) -> list[str]:

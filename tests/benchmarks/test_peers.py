@@ -26,12 +26,15 @@ STORES = ("sqlite", "postgresql", "mariadb", "redis", "mongodb", "cassandra", "n
 EXPECTED = {
     "sqlite": {
         "chatmem",
+        "chatmem ChatmemSession",
         "langchain-community-sql",
         "openai-agents SQLiteSession",
         "google-adk DatabaseSessionService",
     },
     "postgresql": {
         "chatmem",
+        "chatmem ChatmemMessageHistory",
+        "chatmem ChatmemSession",
         "langchain-postgres",
         "langchain-community-sql",
         "llama-index PostgresChatStore",
@@ -42,6 +45,8 @@ EXPECTED = {
     "mariadb": {"chatmem", "langchain-community-sql"},
     "redis": {
         "chatmem",
+        "chatmem ChatmemMessageHistory",
+        "chatmem ChatmemSession",
         "langchain-community",
         "llama-index RedisChatStore",
         "openai-agents RedisSession",
