@@ -61,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10,1000,10000")
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--peers", help="only peers whose name contains one of these (comma list)")
+    parser.add_argument("--skip", help="leave out peers whose name contains one of these")
     parser.add_argument(
         "--url", action="append", default=[], metavar="STORE=URL", help="a store's URL"
     )
@@ -75,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.peers:
         wanted = args.peers.split(",")
         peers = [p for p in peers if any(w in p.name for w in wanted)]
+    if args.skip:
+        unwanted = args.skip.split(",")
+        peers = [p for p in peers if not any(w in p.name for w in unwanted)]
     for module, reason in missing_peers().items():
         print(f"absent: {module}: {reason}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as directory:

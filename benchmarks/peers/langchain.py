@@ -6,6 +6,7 @@ history), then ``add_messages`` of the human message and the AI's answer.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, ClassVar
 
 import psycopg
@@ -17,9 +18,11 @@ from benchmarks.peers._common import BATCH, answer, libpq_url, question, sqlalch
 
 __all__ = ["LangchainPostgresPeer", "LangchainRedisPeer", "LangchainSQLPeer", "turn_messages"]
 
-# One table each: both run on PostgreSQL.
-TABLE = "peers_langchain_postgres"
-SQL_TABLE = "peers_langchain_sql"
+# Tables and keys of this process (runs side by side on one server must not drop each
+# other's): one table each, as both run on PostgreSQL.
+_RUN = uuid.uuid4().hex[:8]
+TABLE = f"peers_langchain_postgres_{_RUN}"
+SQL_TABLE = f"peers_langchain_sql_{_RUN}"
 
 
 def turn_messages(i: int) -> list[BaseMessage]:
@@ -130,7 +133,9 @@ class LangchainRedisPeer(_HistoryPeer):
     def _history(self, conversation_id: str) -> BaseChatMessageHistory:
         from langchain_community.chat_message_histories import RedisChatMessageHistory
 
-        return RedisChatMessageHistory(conversation_id, url=self._url, key_prefix="peers_lc:")
+        return RedisChatMessageHistory(
+            conversation_id, url=self._url, key_prefix=f"peers_lc_{_RUN}:"
+        )
 
     async def close(self) -> None:
         await self._clear()

@@ -16,9 +16,11 @@ from benchmarks.peers._common import BATCH, WINDOW, answer, question, sqlalchemy
 
 __all__ = ["AgentsSessionPeer", "turn_items"]
 
-SESSIONS_TABLE = "peers_agent_sessions"
-MESSAGES_TABLE = "peers_agent_messages"
-REDIS_PREFIX = "peers_agents"
+# Tables and keys of this process: runs side by side on one server must not drop each other's.
+_RUN = uuid.uuid4().hex[:8]
+SESSIONS_TABLE = f"peers_agent_sessions_{_RUN}"
+MESSAGES_TABLE = f"peers_agent_messages_{_RUN}"
+REDIS_PREFIX = f"peers_agents_{_RUN}"
 NAMES = {
     "postgresql": "openai-agents SQLAlchemySession",
     "redis": "openai-agents RedisSession",
