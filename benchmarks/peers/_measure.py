@@ -102,8 +102,16 @@ async def measure_peers(
                     if round_ >= warmup:
                         samples[index, n].append(elapsed)
     finally:
+        # Every peer is closed even if one cannot be (a server that stopped answering): the
+        # others' data is still deleted; the first failure is raised after.
+        failures = []
         for peer in opened:
-            await peer.close()
+            try:
+                await peer.close()
+            except Exception as exc:
+                failures.append(exc)
+        if failures:
+            raise failures[0]
     return [
         {"peer": peer.name, "store": peer.store, "n": n, "samples_ms": samples[index, n]}
         for index, peer in enumerate(peers)
