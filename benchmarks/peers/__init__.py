@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-__all__ = ["Peer"]
+__all__ = ["Peer", "available_peers", "measure_peers", "missing_peers"]
 
 
 class Peer(Protocol):
@@ -26,6 +26,8 @@ class Peer(Protocol):
     """The library, as shown in tables: ``"chatmem"``, ``"langchain-postgres"``..."""
     store: str
     """The store it runs on: ``"postgresql"``, ``"redis"``, ``"sqlite"``, ``"mongodb"``..."""
+    window: int | None
+    """Messages a turn reads at most (``None``: the whole history, as the library reads it)."""
 
     async def open(self, url: str) -> None:
         """Connect to the store at ``url`` (the test server's URL for ``store``)."""
@@ -33,8 +35,18 @@ class Peer(Protocol):
     async def seed(self, conversation_id: str, messages: int) -> None:
         """Store ``messages`` messages of history in ``conversation_id`` (not measured)."""
 
-    async def turn(self, conversation_id: str) -> None:
-        """One measured turn: read the history as the library's memory does, store two messages."""
+    async def turn(self, conversation_id: str) -> int:
+        """One measured turn: read the history as the library's memory does, store two messages.
+
+        Returns how many messages the read returned, so a test can tell it read something.
+        """
+
+    async def stored(self, conversation_id: str) -> list[str]:
+        """The text of every stored message, oldest first, through the library's own read."""
 
     async def close(self) -> None:
         """Release connections; leave nothing running."""
+
+
+# After Peer: the measurement module names it for type checkers only.
+from benchmarks.peers._measure import available_peers, measure_peers, missing_peers  # noqa: E402
