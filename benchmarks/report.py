@@ -164,6 +164,12 @@ def _median(record: Record) -> float | None:
 def _peers(records: list[Record]) -> list[str]:
     if not records:
         return []
+    # A later run with other options (more turns) replaces an earlier one of the same peer,
+    # store and size, so every ratio compares the runs a reader sees.
+    latest: dict[tuple[str, str, int], Record] = {}
+    for r in sorted(records, key=lambda r: r.get("time", "")):
+        latest[r["params"]["store"], r["params"]["peer"], r["params"]["n"]] = r
+    records = list(latest.values())
     sizes = sorted({r["params"]["n"] for r in records})
     fastest: dict[tuple[str, int], float] = {}
     for r in records:  # a store need not have every size (slow peers stop early)
