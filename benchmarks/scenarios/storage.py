@@ -85,9 +85,12 @@ def _mysql_bytes(url: str, prefix: str, drop: bool) -> int:
 
 
 def _sqlite_bytes(url: str, prefix: str, drop: bool) -> int:
+    import contextlib
     import sqlite3
 
-    with sqlite3.connect(url.split("://", 1)[1].split("?", 1)[0][1:]) as conn:
+    # sqlite3's own context manager ends a transaction, not the connection: close it.
+    path = url.split("://", 1)[1].split("?", 1)[0][1:]
+    with contextlib.closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         used = conn.execute("PRAGMA page_count").fetchone()[0]
         used -= conn.execute("PRAGMA freelist_count").fetchone()[0]
