@@ -159,6 +159,7 @@ def message_rows(
     expected: int | None,
     *,
     replace: bool = False,
+    token: str | None = None,
 ) -> list[Item]:
     """Return the statements that store messages at ``first``, ``first + 1``, and so on.
 
@@ -166,8 +167,9 @@ def message_rows(
     set the counter to the position after the last message, only if the counter still is
     ``expected``: the batch is conditional, so Paxos orders it. For an append, also only if
     no id is claimed yet; with ``replace`` (``save_all``, whose batch also clears the
-    partition) the claims are plain. The caller adds the liveness cell when the repository
-    has a TTL.
+    partition) the claims are plain. Each claim carries ``token``, the append call's own, so
+    the call can tell its own earlier attempt from another writer's. The caller adds the
+    liveness cell when the repository has a TTL.
     """
     claim = "claim_plain" if replace else "claim"
     positions = range(first, first + len(messages))
@@ -175,7 +177,9 @@ def message_rows(
     system: tuple[int, str] | None = None
     for message, position in zip(messages, positions, strict=True):
         data = encode_message(message)
-        items.append((claim, (conversation_id, CLAIMS, CLAIM_POSITION, message.id, position)))
+        items.append(
+            (claim, (conversation_id, CLAIMS, CLAIM_POSITION, message.id, position, token))
+        )
         items.append(
             (
                 "insert",

@@ -129,9 +129,12 @@ def statements(cql: Cql) -> dict[str, str]:
         f"INSERT INTO {m} (conversation_id, section, position, message_id, type,"
         " created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
     )
+    # A claim row's data holds the token of the append call that claimed the id: when an
+    # attempt that applied is sent again (a timed-out round, or the driver re-sending after
+    # a lost connection), the rejection names the call's own token, not another writer's.
     claim = (
-        f"INSERT INTO {m} (conversation_id, section, position, message_id, claimed)"
-        " VALUES (?, ?, ?, ?, ?)"
+        f"INSERT INTO {m} (conversation_id, section, position, message_id, claimed, data)"
+        " VALUES (?, ?, ?, ?, ?, ?)"
     )
     alive = f"UPDATE {m} USING TTL ? SET alive = true WHERE conversation_id = ?"
     mark = f"UPDATE {m} SET touched = true WHERE conversation_id = ?"

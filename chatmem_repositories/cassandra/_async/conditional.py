@@ -15,6 +15,7 @@ import itertools
 import random
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -57,9 +58,22 @@ def _claims(rows: Sequence[Row]) -> dict[str, int | None]:
     return {row["message_id"]: row.get("claimed") for row in rows if row.get("message_id")}
 
 
-def _holds(stored: Sequence[StoredMessage], claims: dict[str, Any], moved: bool) -> bool:
-    """Whether the counter ``moved`` past messages whose ids are claimed at their positions."""
-    return moved and all(claims.get(s.message.id) == s.position for s in stored)
+def _own_attempt(
+    rows: Sequence[Row], token: str, pending: Sequence[Message]
+) -> list[StoredMessage] | None:
+    """Return what an earlier attempt of this call stored, if a rejection shows it applied.
+
+    A batch applies whole, so its claims all carry the call's token, at the positions the
+    attempt gave the messages; ``None`` when no claim carries it.
+    """
+    mine: dict[str, int] = {
+        row["message_id"]: row["claimed"]
+        for row in rows
+        if row.get("data") == token and row.get("claimed") is not None
+    }
+    if not mine:
+        return None
+    return [StoredMessage(mine[m.id], m) for m in pending if m.id in mine]
 
 
 class ConversationLocks:
@@ -129,9 +143,12 @@ class AsyncConditionalWrites:
             RepositoryError: If other writers kept taking the next position for
                 ``patience`` seconds.
         """
-        owner = owner_of(conversation_id)
         mode = "live" if self.ttl else None
         expected = self.next.get(conversation_id)
+        # The attempt of this call that applied may be sent again and rejected: after a
+        # timed-out round, or by the driver after the coordinator's connection broke. Its
+        # claims then carry this token, so the call reports them as its own.
+        token = uuid.uuid4().hex
         races = 0
         timed_out = False
         deadline = time.monotonic() + self.patience
@@ -139,16 +156,9 @@ class AsyncConditionalWrites:
             if attempt and time.monotonic() > deadline:
                 raise self._gave_up(attempt, timed_out=timed_out)
             first = FIRST_POSITION if expected is None else expected
-            items = message_rows(conversation_id, owner, pending, first, expected)
-            if mode is not None:
-                items.append((mode, (self.cell_ttl, conversation_id)))
-            # The listing rows are written by the append that starts a conversation (whose
-            # counter it expects unset) and, with a TTL, by every append, which keeps them
-            # alive with it. An append that expects a counter saw the conversation exist,
-            # and the append that started it listed it: re-listing it is work for nothing.
-            listed = not self.ttl and expected is not None
-            alongside = [] if listed else [self.listing(db, conversation_id)]
-            result = await self.send_conditional(db, items, alongside, attempt)
+            result = await self._send_append(
+                db, conversation_id, pending, first, expected, mode, attempt, token
+            )
             timed_out = result is None
             if result is None:
                 continue
@@ -157,6 +167,9 @@ class AsyncConditionalWrites:
                 return [StoredMessage(first + i, m) for i, m in enumerate(pending)]
             current = _static(result, "next_position")
             self.next.set(conversation_id, current)
+            own = _own_attempt(result, token, pending)
+            if own is not None:
+                return own
             moved, expected = current != expected, current
             switched = False
             if mode is not None:
@@ -205,27 +218,25 @@ class AsyncConditionalWrites:
         mode = None
         if self.ttl:
             mode = "revive" if required is None else "live"
-        # A contended round that timed out may have applied: its retry then finds the
-        # counter moved past this batch's own positions, with its ids claimed at them.
-        uncertain = False
+        token = uuid.uuid4().hex  # as in append: names this call's claims
         deadline = time.monotonic() + self.patience
         for attempt in itertools.count():
             self._keep_trying(attempt, deadline)
             stored = [StoredMessage(first + i, m) for i, m in enumerate(pending)]
-            result = await self._send_checked(
-                db, conversation_id, pending, first, required, mode, attempt
+            result = await self._send_append(
+                db, conversation_id, pending, first, required, mode, attempt, token
             )
             if result is None:
-                uncertain = True
                 continue
             if result and result[0].get("[applied]"):
                 self.next.set(conversation_id, first + len(pending))
                 return stored
             current = _static(result, "next_position")
             self.next.set(conversation_id, current)
+            own = _own_attempt(result, token, pending)
+            if own is not None:
+                return own  # an earlier attempt applied (timed out, or re-sent by the driver)
             claims = _claims(result)
-            if uncertain and _holds(stored, claims, current == first + len(pending)):
-                return stored  # the timed-out round applied
             alive = mode is None or any(row.get("alive") for row in result)
             actual = 0 if current is None or not alive else current - 1
             if actual != version:
@@ -274,22 +285,31 @@ class AsyncConditionalWrites:
                 backend=BACKEND,
             )
 
-    async def _send_checked(
+    async def _send_append(
         self,
         db: AsyncSessionAdapter,
         conversation_id: str,
         pending: list[Message],
         first: int,
-        required: int | None,
+        expected: int | None,
         mode: str | None,
         attempt: int,
+        token: str,
     ) -> list[Row] | None:
-        """Send one attempt of a version-checked append (see :meth:`send_conditional`)."""
-        items = message_rows(conversation_id, owner_of(conversation_id), pending, first, required)
+        """Send one attempt of an append (see :meth:`send_conditional`).
+
+        The batch stores ``pending`` from ``first`` on if the counter is ``expected``, with
+        the liveness cell's statement ``mode`` when there is a TTL.
+        """
+        owner = owner_of(conversation_id)
+        items = message_rows(conversation_id, owner, pending, first, expected, token=token)
         if mode is not None:
             items.append((mode, (self.cell_ttl, conversation_id)))
-        # As in append: a conversation known to exist was listed by the append that started it.
-        listed = not self.ttl and required is not None
+        # The listing rows are written by the append that starts a conversation (whose
+        # counter it expects unset) and, with a TTL, by every append, which keeps them
+        # alive with it. An append that expects a counter saw the conversation exist,
+        # and the append that started it listed it: re-listing it is work for nothing.
+        listed = not self.ttl and expected is not None
         alongside = [] if listed else [self.listing(db, conversation_id)]
         return await self.send_conditional(db, items, alongside, attempt)
 

@@ -9,8 +9,9 @@ through one repository, sending a failed append again (appends are idempotent by
 - One node killed (SIGKILL): two replicas of three still form a quorum, so appends go on
   and none fails; the history checker runs against the ring meanwhile (its calls may meet a
   typed write timeout until the other nodes have marked the node down: a logged batch's
-  batchlog may still be sent to it) and finds no anomaly but one known kind (an append
-  re-sent by the driver reported as already stored, see ``resent_by_the_driver``).
+  batchlog may still be sent to it) and finds no anomaly. (The driver sends a request whose
+  coordinator was killed to another node, applied or not; an append recognises its own
+  applied attempt by the token on its claims, so it is not reported as stored before.)
 - A second node killed: one replica is left, so calls fail with chatmem's typed errors
   (``RepositoryConnectionError`` when Cassandra refused before writing, the write-timeout or
   outcome-unknown ones where the write may have applied).
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import pytest
 
-from chatmem.testing import Anomaly
 from chatmem_repositories.cassandra import CassandraChatMemoryRepository
 from chatmem_repositories.cassandra._options import parse_url
 from tests.support.cassandra_ring import RingTopology, repository_options, run_ring_faults
@@ -90,20 +90,4 @@ def test_one_node_down_loses_nothing_two_down_fail_typed_restart_recovers(ring_u
     assert set(run.checker.errors) <= TYPED_ERRORS, run.checker.errors
     for anomaly in run.checker.anomalies:
         print(f"  {anomaly.kind}: {anomaly.explanation}")
-    unexplained = [a for a in run.checker.anomalies if not resent_by_the_driver(a)]
-    assert unexplained == [], [a.explanation for a in unexplained]
-
-
-def resent_by_the_driver(anomaly: Anomaly) -> bool:
-    """An append reported as "already stored" that its own first attempt stored.
-
-    The driver's default retry policy sends a request again to the next node when the
-    connection to its coordinator breaks, whether or not it is idempotent. An append whose
-    coordinator was killed after its Paxos round applied is sent again, finds its message ids
-    claimed, and returns them as already stored: the data is right (stored once, the writers'
-    check above), but the checker sees no write that stored them. Known and documented; no
-    other anomaly is excused, and a lost read ("is missing from") never is.
-    """
-    return (
-        anomaly.kind == "phantom" and "reported it as already stored" in anomaly.explanation
-    ) or (anomaly.kind == "lost-append" and "succeeded without storing" in anomaly.explanation)
+    assert run.checker.anomalies == [], [a.explanation for a in run.checker.anomalies]
