@@ -258,6 +258,9 @@ class RingRun:
     """Seconds from the first kill until the other two nodes had marked the node down."""
     checker: CheckerResult | None = None
     all_errors: Counter[str] = field(default_factory=Counter)
+    lost_detail: str = ""
+    """For lost messages: when their calls ended, and what the ring held of them a few
+    seconds later (claims and rows read at ``ALL``, the history read again)."""
 
     @property
     def positions_consistent(self) -> bool:
@@ -420,6 +423,19 @@ def run_ring_faults(
             topology.ensure_up()
             stored = repository.find_by_conversation_id(conversation_id)
             positions, next_position = stored_positions(url, conversation_id)
+            missing = {a.message_id for a in writers.tally.acks} - {m.id for m in stored}
+            lost_detail = ""
+            if missing:  # what the ring holds of them, read before the conversation goes
+                try:
+                    lost_detail = _diagnose_loss(url, repository, conversation_id, missing)
+                    lost_detail += "; acknowledged at " + ", ".join(
+                        f"{a.message_id} {a.ended - start:.1f} s (kills at"
+                        f" {killed_one - start:.1f} and {killed_two - start:.1f} s)"
+                        for a in writers.tally.acks
+                        if a.message_id in missing
+                    )
+                except Exception as exc:  # the run's own outcome matters more
+                    lost_detail = f"diagnosis failed: {exc!r}"
             repository.delete_by_conversation_id(conversation_id)
         finally:
             repository.close()
@@ -454,7 +470,45 @@ def run_ring_faults(
         seen_down=seen_down,
         checker=checked,
         all_errors=Counter(tally.errors),
+        lost_detail=lost_detail,
     )
+
+
+def _diagnose_loss(
+    url: str, repository: CassandraChatMemoryRepository, conversation_id: str, missing: set[str]
+) -> str:
+    """Say what the ring holds of acknowledged messages a history read did not return."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+
+    time.sleep(5)  # hints and read repair have had a moment
+    again = {m.id for m in repository.find_by_conversation_id(conversation_id)}
+    hosts = [h.rpartition(":")[0] for h in urlsplit(url).netloc.split(",")]
+    table = f"{urlsplit(url).path.strip('/')}.{PREFIX}messages_v2"
+    cluster = Cluster(hosts)
+    try:
+        session = cluster.connect()
+        rows = session.execute(
+            SimpleStatement(
+                f"SELECT section, position, message_id, claimed FROM {table}"
+                " WHERE conversation_id = %s",
+                consistency_level=ConsistencyLevel.ALL,
+            ),
+            (conversation_id,),
+        ).all()
+    finally:
+        cluster.shutdown()
+    claims = {r.message_id: r.claimed for r in rows if r.section == "i"}
+    chat = [(r.position, r.message_id) for r in rows if r.section == "c"]
+    parts = []
+    for message_id in sorted(missing):
+        position = claims.get(message_id)
+        at = [m for p, m in chat if p == position]
+        parts.append(
+            f"{message_id}: in a second history read {message_id in again}, claimed at"
+            f" {position}, rows at that position (ALL) {at}"
+        )
+    return "; ".join(parts)
 
 
 def _checker_repository(url: str, options: dict[str, Any]) -> CassandraChatMemoryRepository:

@@ -83,7 +83,7 @@ def test_one_node_down_loses_nothing_two_down_fail_typed_restart_recovers(ring_u
     assert set(run.all_errors) <= TYPED_ERRORS, run.all_errors
     assert restarted.acknowledged > 0
     # Nothing acknowledged lost, nothing stored twice, one position per message.
-    assert run.lost == []
+    assert run.lost == [], run.lost_detail
     assert run.duplicated == 0
     assert run.positions_consistent, (run.positions[:5], run.next_position)
     assert run.checker is not None
