@@ -477,36 +477,53 @@ def run_ring_faults(
 def _diagnose_loss(
     url: str, repository: CassandraChatMemoryRepository, conversation_id: str, missing: set[str]
 ) -> str:
-    """Say what the ring holds of acknowledged messages a history read did not return."""
+    """Say what the ring holds of acknowledged messages a history read did not return.
+
+    Reads the partition's rows directly (not through the repository, whose decoding would
+    stop at the first damaged row), at ``ALL`` a few seconds after the history read.
+    """
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
 
     time.sleep(5)  # hints and read repair have had a moment
-    again = {m.id for m in repository.find_by_conversation_id(conversation_id)}
     hosts = [h.rpartition(":")[0] for h in urlsplit(url).netloc.split(",")]
     table = f"{urlsplit(url).path.strip('/')}.{PREFIX}messages_v2"
     cluster = Cluster(hosts)
     try:
         session = cluster.connect()
-        rows = session.execute(
-            SimpleStatement(
-                f"SELECT section, position, message_id, claimed FROM {table}"
-                " WHERE conversation_id = %s",
-                consistency_level=ConsistencyLevel.ALL,
-            ),
-            (conversation_id,),
-        ).all()
+        query = (
+            f"SELECT section, position, message_id, claimed, data, type,"
+            f" WRITETIME(data) AS written FROM {table} WHERE conversation_id = %s"
+        )
+        try:
+            level = "ALL"
+            rows = session.execute(
+                SimpleStatement(query, consistency_level=ConsistencyLevel.ALL), (conversation_id,)
+            ).all()
+        except Exception:  # a node down again: what a quorum holds
+            level = "QUORUM"
+            rows = session.execute(
+                SimpleStatement(query, consistency_level=ConsistencyLevel.QUORUM),
+                (conversation_id,),
+            ).all()
     finally:
         cluster.shutdown()
-    claims = {r.message_id: r.claimed for r in rows if r.section == "i"}
-    chat = [(r.position, r.message_id) for r in rows if r.section == "c"]
-    parts = []
+    claims = {r.message_id: r for r in rows if r.section == "i"}
+    chat = [r for r in rows if r.section == "c"]
+    odd = [r for r in chat if not (r.data or "").startswith("{")]
+    parts = [f"{len(chat)} chat rows at {level}, {len(odd)} without a JSON document"]
+    parts += [
+        f"odd row: position {r.position} id {r.message_id} type {r.type}"
+        f" data {str(r.data)[:40]!r} written {r.written}"
+        for r in odd[:5]
+    ]
     for message_id in sorted(missing):
-        position = claims.get(message_id)
-        at = [m for p, m in chat if p == position]
+        claim = claims.get(message_id)
+        position = claim.claimed if claim else None
+        at = [(r.message_id, str(r.data)[:40]) for r in chat if r.position == position]
+        token = claim.data if claim else None
         parts.append(
-            f"{message_id}: in a second history read {message_id in again}, claimed at"
-            f" {position}, rows at that position (ALL) {at}"
+            f"{message_id}: claimed at {position} (token {token!r}), rows at that position {at}"
         )
     return "; ".join(parts)
 
