@@ -22,17 +22,23 @@ from chatmem_repositories.cassandra import CassandraChatMemoryRepository
 from tests.support.servers import server_url
 
 
+def open_repository(ttl: int | None = None) -> CassandraChatMemoryRepository:
+    options = {} if ttl is None else {"ttl": ttl}
+    return CassandraChatMemoryRepository.from_url(
+        server_url("cassandra"), create_keyspace=True, **options
+    )
+
+
 @pytest.fixture
 def repository() -> Iterator[CassandraChatMemoryRepository]:
-    url = server_url("cassandra")
-    with CassandraChatMemoryRepository.from_url(url, create_keyspace=True) as repo:
+    with open_repository() as repo:
         yield repo
 
 
-@pytest.fixture
-def ttl_repository() -> Iterator[CassandraChatMemoryRepository]:
-    url = server_url("cassandra")
-    with CassandraChatMemoryRepository.from_url(url, create_keyspace=True, ttl=600) as repo:
+@pytest.fixture(params=[None, 600], ids=["no-ttl", "ttl"])
+def any_repository(request: pytest.FixtureRequest) -> Iterator[CassandraChatMemoryRepository]:
+    """With and without a TTL (whose appends also keep the liveness cell)."""
+    with open_repository(ttl=request.param) as repo:
         yield repo
 
 
@@ -71,11 +77,10 @@ def conversation() -> str:
     return f"resent-{uuid.uuid4()}"
 
 
-@pytest.mark.parametrize("fixture", ["repository", "ttl_repository"])
 def test_an_append_sent_again_reports_its_messages_as_stored(
-    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, fixture: str
+    monkeypatch: pytest.MonkeyPatch, any_repository: CassandraChatMemoryRepository
 ) -> None:
-    repo: CassandraChatMemoryRepository = request.getfixturevalue(fixture)
+    repo = any_repository
     cid = conversation()
     repo.append(cid, [UserMessage("before")])
     applied_first = send_writes_twice(monkeypatch, repo)
@@ -96,11 +101,10 @@ def test_an_append_sent_again_reports_its_messages_as_stored(
     assert repo.append(cid, messages) == []
 
 
-@pytest.mark.parametrize("fixture", ["repository", "ttl_repository"])
 def test_a_new_conversation_sent_again_reports_its_messages_as_stored(
-    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, fixture: str
+    monkeypatch: pytest.MonkeyPatch, any_repository: CassandraChatMemoryRepository
 ) -> None:
-    repo: CassandraChatMemoryRepository = request.getfixturevalue(fixture)
+    repo = any_repository
     cid = conversation()
     send_writes_twice(monkeypatch, repo)
     message = UserMessage("first")
