@@ -17,11 +17,13 @@ from tests.support.cleanup import (
     drop_redis_cluster_keys,
     drop_redis_keys,
 )
+from tests.support.properties import examples
 from tests.support.servers import server_url
 
 # Property tests check behaviour, not speed: Hypothesis' default 200 ms deadline per example
 # fails them on a busy 2-core machine, so it is off for every test (speed is benchmarked).
-settings.register_profile("chatmem", deadline=None)
+# Tests without a count of their own draw Hypothesis' default 100, scaled as the others are.
+settings.register_profile("chatmem", deadline=None, max_examples=examples(100))
 settings.load_profile("chatmem")
 
 

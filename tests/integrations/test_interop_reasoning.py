@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given
 from langchain_core import messages as lc
 from llama_index.core.base.llms import types as li
 from pydantic_ai import messages as pa
@@ -31,8 +31,9 @@ from chatmem.interop.llama_index import from_llama_index, to_llama_index
 from chatmem.interop.pydantic_ai import from_pydantic_ai, to_pydantic_ai
 from chatmem_repositories import create_repository
 from tests.support.interop_strategies import content, conversations
+from tests.support.properties import property_settings
 
-EXAMPLES = settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+EXAMPLES = property_settings(200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 
 
 def reasoning_of(messages: list) -> list[list[ReasoningPart]]:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given
 
 from chatmem import (
     AssistantMessage,
@@ -23,8 +23,9 @@ from chatmem.interop.anthropic import from_anthropic, to_anthropic
 from chatmem.interop.openai import from_openai, to_openai
 from chatmem.testing import every_kind_of_message
 from tests.support.interop_strategies import content, conversations
+from tests.support.properties import property_settings
 
-PROPERTY = settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = property_settings(200, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given
 from hypothesis import strategies as st
 
 from chatmem import (
@@ -31,8 +31,9 @@ from tests.support.interop_strategies import (
     responses_conversations,
     text,
 )
+from tests.support.properties import property_settings
 
-PROPERTY = settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = property_settings(200, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY

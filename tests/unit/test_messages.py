@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from chatmem import (
@@ -30,6 +30,7 @@ from chatmem.exceptions import ChatModelHTTPError, RepositoryConnectionError
 from chatmem.messages import CODEC_VERSION, decode_messages, searchable_text
 from chatmem.testing import every_kind_of_message, reasoning_turns
 from tests.support.interop_strategies import conversations
+from tests.support.properties import property_settings
 
 
 def test_every_kind_round_trips_exactly() -> None:
@@ -301,7 +302,7 @@ _record_fields = st.one_of(
 )  # fmt: skip
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@property_settings(400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(fields=_record_fields, ascii_only=st.booleans())
 def test_the_fast_decoder_accepts_only_what_the_general_path_accepts_alike(
     fields: dict[str, object], ascii_only: bool
@@ -327,7 +328,7 @@ def test_the_fast_decoder_accepts_only_what_the_general_path_accepts_alike(
     assert fast.created_at.tzinfo is UTC
 
 
-@settings(max_examples=100, deadline=None)
+@property_settings(100, deadline=None)
 @given(conversation=conversations())
 def test_conversations_decode_alike_on_both_paths(conversation: list[object]) -> None:
     for message in conversation:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from chatmem import (
@@ -14,6 +14,7 @@ from chatmem import (
     UserMessage,
 )
 from chatmem.window import repair_tool_sequence, select_window, split_turns, split_units
+from tests.support.properties import property_settings
 
 
 def user(text: str) -> UserMessage:
@@ -189,7 +190,7 @@ def assert_valid_sequence(window: list[Message]) -> None:
                 assert {c.id for c in message.tool_calls} <= run_ids, "unanswered tool call"
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@property_settings(400, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories, budget=st.integers(1, 30))
 def test_window_properties(history: list[Message], budget: int) -> None:
     window = select_window(history, budget=budget)
@@ -220,7 +221,7 @@ def test_window_properties(history: list[Message], budget: int) -> None:
         assert len(window) <= max(budget, 1), "the oversized case keeps the user message only"
 
 
-@settings(max_examples=200)
+@property_settings(200)
 @given(history=histories)
 def test_repair_is_idempotent(history: list[Message]) -> None:
     once = repair_tool_sequence(history)
@@ -228,7 +229,7 @@ def test_repair_is_idempotent(history: list[Message]) -> None:
     assert_valid_sequence(once)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@property_settings(400, suppress_health_check=[HealthCheck.too_slow])
 @given(
     history=histories,
     budget=st.integers(0, 30),

@@ -4,7 +4,7 @@ and their interleaved order, both ways without ``lossy``."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given
 from hypothesis import strategies as st
 
 from chatmem import AssistantMessage, ProviderItem, ReasoningPart, TokenUsage, ToolCall
@@ -12,8 +12,9 @@ from chatmem.interop import ConversionError
 from chatmem.interop._common import assistant_parts, parts_for_provider, parts_sent_to
 from chatmem.interop.anthropic import from_anthropic, to_anthropic
 from tests.support.interop_strategies import content, reasoning_answers, reasoning_conversations
+from tests.support.properties import property_settings
 
-PROPERTY = settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = property_settings(200, suppress_health_check=[HealthCheck.too_slow])
 MODEL = "claude-test"  # the model the strategies record on Anthropic parts
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from langchain_core import messages as lc
 from langchain_core.load import dumpd
 
@@ -12,16 +12,17 @@ from chatmem.interop import ConversionError, _langchain_convert
 from chatmem.interop.langchain import STASH_KEY, from_langchain, to_langchain
 from chatmem.testing import every_kind_of_message
 from tests.support.interop_strategies import conversations
+from tests.support.properties import property_settings
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@property_settings(200, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations())
 def test_chatmem_to_langchain_and_back_is_the_identity(messages: list) -> None:
     # LangChain can hold every chatmem message: ids, times and metadata included.
     assert from_langchain(to_langchain(messages)) == messages
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@property_settings(200, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations())
 def test_the_shortcuts_for_text_messages_convert_as_the_general_path_does(messages: list) -> None:
     # Text-only messages skip the general conversion both ways; what comes out is the same.

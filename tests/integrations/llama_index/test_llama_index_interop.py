@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given
 from llama_index.core.base.llms import types as li
 
 from chatmem import (
@@ -18,9 +18,10 @@ from chatmem import (
 from chatmem.interop import ConversionError, _llama_index_convert
 from chatmem.interop.llama_index import STASH_KEY, from_llama_index, to_llama_index
 from tests.support.interop_strategies import content, conversations
+from tests.support.properties import property_settings
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@property_settings(200, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations(with_metadata=False))
 def test_round_trip_is_identity_or_refused(messages: list) -> None:
     try:
@@ -32,7 +33,7 @@ def test_round_trip_is_identity_or_refused(messages: list) -> None:
     assert content(from_llama_index(converted)) == content(messages)
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@property_settings(200, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations(with_metadata=False))
 def test_the_shortcut_for_text_messages_converts_as_the_general_path_does(messages: list) -> None:
     # Plain text messages skip the comparison with their converted form; nothing changes.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from pydantic_ai import Agent
 from pydantic_ai import messages as pa
 from pydantic_ai.models.test import TestModel
@@ -15,6 +15,7 @@ from chatmem.interop import ConversionError, _pydantic_ai_convert
 from chatmem.interop.pydantic_ai import STASH_KEY, from_pydantic_ai, to_pydantic_ai
 from chatmem.testing import every_kind_of_message
 from tests.support.interop_strategies import conversations
+from tests.support.properties import property_settings
 
 
 def no_assistant_media(messages: list) -> list:
@@ -24,7 +25,7 @@ def no_assistant_media(messages: list) -> list:
     ]
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@property_settings(200, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations())
 def test_chatmem_to_pydantic_ai_and_back_is_the_identity(messages: list) -> None:
     assert from_pydantic_ai(to_pydantic_ai(messages)) == messages
