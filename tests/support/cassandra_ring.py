@@ -106,11 +106,22 @@ class RingTopology:
             Path(self._env["CHATMEM_SERVERS_RUN"]) / "cassandra-ring" / node / "logs" / "stdout.log"
         )
 
-    def start(self, node: str) -> subprocess.Popen[str]:
-        """Start the node on its data; the returned process ends once it answers CQL."""
+    def stop(self, node: str) -> None:
+        """Stop the node cleanly (SIGTERM, a drain) and wait until its process is gone."""
+        self._script("stop", node)
+
+    def start(self, node: str, commitlog: str | None = None) -> subprocess.Popen[str]:
+        """Start the node on its data; the returned process ends once it answers CQL.
+
+        Args:
+            node: ``n1``, ``n2`` or ``n3``.
+            commitlog: ``batch`` (the ring's setting, the default) or ``periodic``
+                (``CHATMEM_RING_COMMITLOG``, read when the node starts).
+        """
+        env = self._env if commitlog is None else {**self._env, "CHATMEM_RING_COMMITLOG": commitlog}
         return subprocess.Popen(
             [str(SCRIPTS / "node.sh"), "start", node],
-            env=self._env,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -92,8 +92,20 @@ write_config() {
   local node=$1 dir=$RUN/$1 addr
   addr=$(addr_of "$node")
   mkdir -p "$dir"/{conf,data,commitlog,saved_caches,hints,cdc_raw,logs,tmp,triggers}
-  # periodic commit log without fsync (-Dcassandra.skip_sync below): a killed process loses
-  # nothing (the page cache keeps what it wrote), only a crash of the machine would.
+  # commitlog_sync: batch, as production should run: a write is acknowledged only after its
+  # commit-log section is marked, and replay reads a segment only up to the last marker. With
+  # periodic (markers every ~100 ms) a killed node forgets the writes it acknowledged in its
+  # last ~100 ms: with a second node down, a quorum of the ring could then miss them. The
+  # fsync is still skipped (-Dcassandra.skip_sync below): a killed process keeps every
+  # acknowledged write (the page cache holds it); only a crash of the machine would lose some.
+  # CHATMEM_RING_COMMITLOG=periodic starts a node the other way, to measure the difference
+  # (benchmarks/ring_node_kill.py).
+  local commitlog
+  case ${CHATMEM_RING_COMMITLOG:-batch} in
+    batch) commitlog='commitlog_sync: batch' ;;
+    periodic) commitlog=$'commitlog_sync: periodic\ncommitlog_sync_period: 10000ms' ;;
+    *) fail "CHATMEM_RING_COMMITLOG must be batch or periodic, not '$CHATMEM_RING_COMMITLOG'" ;;
+  esac
   # Hinted handoff stays on (the default): a restarted node gets the writes it missed.
   cat >"$dir/conf/cassandra.yaml" <<YAML
 cluster_name: chatmem-ring
@@ -117,8 +129,7 @@ commitlog_directory: $dir/commitlog
 saved_caches_directory: $dir/saved_caches
 hints_directory: $dir/hints
 cdc_raw_directory: $dir/cdc_raw
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
+$commitlog
 commitlog_segment_size: 8MiB
 auto_snapshot: false
 concurrent_compactors: 1
