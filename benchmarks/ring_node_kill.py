@@ -16,7 +16,9 @@ With ``commitlog_sync: periodic`` a write is acknowledged before its commit-log 
 marked, and replay stops at the last marker, so n2 forgets its last ~100 ms: in the ring fault
 test those writes are then held by n1 alone, and a ``QUORUM`` read of n2 and n3 misses them.
 With ``batch`` (the ring's setting) it keeps every one. Each mode's probes run on nodes
-restarted with it (``CHATMEM_RING_COMMITLOG``); the ring is left in ``batch``.
+restarted with it (``CHATMEM_RING_COMMITLOG``); the ring is left in ``batch``. ``--appends N``
+first times N sequential one-message chatmem appends on the ring in each mode (what ``batch``
+costs; median and 95th percentile, milliseconds).
 
 Usage:
     scripts/servers/up.sh cassandra-ring
@@ -42,6 +44,7 @@ from cassandra import ConsistencyLevel
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.policies import WhiteListRoundRobinPolicy
 
+from benchmarks.failover_cassandra import append_cost
 from tests.support.cassandra_ring import NODES, RingTopology, finish
 from tests.support.servers import DEFAULT_URLS
 
@@ -129,6 +132,7 @@ def main() -> None:
     )
     parser.add_argument("--probes", type=int, default=5, help="kills per commit-log mode")
     parser.add_argument("--write-for", type=float, default=3.0, help="seconds before the kill")
+    parser.add_argument("--appends", type=int, default=0, help="appends timed per mode")
     parser.add_argument("--json", type=Path, default=None, help="write every probe here")
     args = parser.parse_args()
     topology = RingTopology(args.url)
@@ -139,18 +143,23 @@ def main() -> None:
     setup.cluster.control_connection.wait_for_schema_agreement()
     setup.close()
     results: list[dict[str, Any]] = []
+    costs: dict[str, dict[str, float]] = {}
     began = time.monotonic()
     current = "batch"
     try:
         for mode in MODES:
             restart_in(topology, mode)
             current = mode
+            if args.appends:
+                costs[mode] = append_cost(args.url, args.appends)
+                print(f"{mode}: append cost {costs[mode]}", flush=True)
             for n in range(args.probes):
                 result = probe(topology, keyspace, mode, args.write_for)
                 print(f"{mode} [{n + 1}/{args.probes}]: {result}", flush=True)
                 results.append(result)
                 if args.json is not None:
-                    args.json.write_text(json.dumps({"probes": results}, indent=1))
+                    found = {"append_cost": costs, "probes": results}
+                    args.json.write_text(json.dumps(found, indent=1))
     finally:
         if current != "batch":  # leave the ring as the tests expect it
             restart_in(topology, "batch")
