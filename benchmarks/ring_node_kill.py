@@ -45,7 +45,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, S
 from cassandra.policies import WhiteListRoundRobinPolicy
 
 from benchmarks.failover_cassandra import append_cost
-from tests.support.cassandra_ring import NODES, RingTopology, finish
+from tests.support.cassandra_ring import NODES, RingTopology, finish, ring_keyspace
 from tests.support.servers import DEFAULT_URLS
 
 TABLE = "kill_probe"
@@ -137,13 +137,18 @@ def main() -> None:
     args = parser.parse_args()
     topology = RingTopology(args.url)
     topology.ensure_up()
-    keyspace = args.url.split("?")[0].rstrip("/").rpartition("/")[2]
+    keyspace = ring_keyspace(args.url)
     setup = Node(topology.addresses["n1"], keyspace, ConsistencyLevel.QUORUM)
     setup.session.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (k text, c int, PRIMARY KEY (k, c))")
     setup.cluster.control_connection.wait_for_schema_agreement()
     setup.close()
     results: list[dict[str, Any]] = []
     costs: dict[str, dict[str, float]] = {}
+
+    def save() -> None:
+        if args.json is not None:
+            args.json.write_text(json.dumps({"append_cost": costs, "probes": results}, indent=1))
+
     began = time.monotonic()
     current = "batch"
     try:
@@ -153,13 +158,12 @@ def main() -> None:
             if args.appends:
                 costs[mode] = append_cost(args.url, args.appends)
                 print(f"{mode}: append cost {costs[mode]}", flush=True)
+                save()
             for n in range(args.probes):
                 result = probe(topology, keyspace, mode, args.write_for)
                 print(f"{mode} [{n + 1}/{args.probes}]: {result}", flush=True)
                 results.append(result)
-                if args.json is not None:
-                    found = {"append_cost": costs, "probes": results}
-                    args.json.write_text(json.dumps(found, indent=1))
+                save()
     finally:
         if current != "batch":  # leave the ring as the tests expect it
             restart_in(topology, "batch")

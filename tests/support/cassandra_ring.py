@@ -55,6 +55,16 @@ CHECKER_SETTINGS = CheckerSettings(cycles=3, conversations=8)
 NODES = ("n1", "n2", "n3")
 
 
+def ring_hosts(url: str) -> list[str]:
+    """The addresses a ring URL names, in order (n1, n2, n3)."""
+    return [h.rpartition(":")[0] for h in urlsplit(url).netloc.rpartition("@")[2].split(",")]
+
+
+def ring_keyspace(url: str) -> str:
+    """The keyspace a ring URL names."""
+    return urlsplit(url).path.strip("/")
+
+
 class RingTopology:
     """The three nodes behind the ring URL.
 
@@ -65,8 +75,7 @@ class RingTopology:
 
     def __init__(self, url: str, run_dir: str | None = None) -> None:
         self.url = url
-        hosts = urlsplit(url).netloc.rpartition("@")[2].split(",")
-        self.addresses = {n: h.rpartition(":")[0] for n, h in zip(NODES, hosts, strict=True)}
+        self.addresses = dict(zip(NODES, ring_hosts(url), strict=True))
         run = run_dir or os.environ.get("CHATMEM_SERVERS_RUN", "/tmp/chatmem-servers")
         self._env = {**os.environ, "CHATMEM_SERVERS_RUN": run}
         self._env.pop("CHATMEM_SERVERS_LOCKED", None)
@@ -328,9 +337,8 @@ def stored_positions(url: str, conversation_id: str) -> tuple[list[int], int]:
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
 
-    hosts = [h.rpartition(":")[0] for h in urlsplit(url).netloc.split(",")]
-    keyspace = urlsplit(url).path.strip("/")
-    cluster = Cluster(hosts)
+    keyspace = ring_keyspace(url)
+    cluster = Cluster(ring_hosts(url))
     try:
         session = cluster.connect()
         table = f"{keyspace}.{PREFIX}messages_v2"
@@ -438,7 +446,7 @@ def run_ring_faults(
             lost_detail = ""
             if missing:  # what the ring holds of them, read before the conversation goes
                 try:
-                    lost_detail = _diagnose_loss(url, repository, conversation_id, missing)
+                    lost_detail = _diagnose_loss(url, conversation_id, missing)
                     lost_detail += "; acknowledged at " + ", ".join(
                         f"{a.message_id} {a.ended - start:.1f} s (kills at"
                         f" {killed_one - start:.1f} and {killed_two - start:.1f} s)"
@@ -452,7 +460,6 @@ def run_ring_faults(
             repository.close()
     tally = writers.tally
     ids = [m.id for m in stored]
-    acknowledged = {a.message_id for a in tally.acks}
     phases = [
         _phase(writers, "all up", start, killed_one),
         _phase(writers, "one node down", killed_one, killed_two),
@@ -469,7 +476,7 @@ def run_ring_faults(
     return RingRun(
         phases=phases,
         acknowledged=len(tally.acks),
-        lost=sorted(acknowledged - set(ids)),
+        lost=sorted(missing),
         duplicated=len(ids) - len(set(ids)),
         stored=len(ids),
         positions=positions,
@@ -485,9 +492,7 @@ def run_ring_faults(
     )
 
 
-def _diagnose_loss(
-    url: str, repository: CassandraChatMemoryRepository, conversation_id: str, missing: set[str]
-) -> str:
+def _diagnose_loss(url: str, conversation_id: str, missing: set[str]) -> str:
     """Say what the ring holds of acknowledged messages a history read did not return.
 
     Reads the partition's rows directly (not through the repository, whose decoding would
@@ -497,9 +502,8 @@ def _diagnose_loss(
     from cassandra.query import SimpleStatement
 
     time.sleep(5)  # hints and read repair have had a moment
-    hosts = [h.rpartition(":")[0] for h in urlsplit(url).netloc.split(",")]
-    table = f"{urlsplit(url).path.strip('/')}.{PREFIX}messages_v2"
-    cluster = Cluster(hosts)
+    table = f"{ring_keyspace(url)}.{PREFIX}messages_v2"
+    cluster = Cluster(ring_hosts(url))
     try:
         session = cluster.connect()
         query = (
