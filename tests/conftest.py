@@ -19,12 +19,24 @@ from tests.support.cleanup import (
 )
 from tests.support.properties import examples
 from tests.support.servers import server_url
+from tests.support.shards import current_shard, split
 
 # Property tests check behaviour, not speed: Hypothesis' default 200 ms deadline per example
 # fails them on a busy 2-core machine, so it is off for every test (speed is benchmarked).
 # Tests without a count of their own draw Hypothesis' default 100, scaled as the others are.
 settings.register_profile("chatmem", deadline=None, max_examples=examples(100))
 settings.load_profile("chatmem")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``CHATMEM_TEST_SHARD`` set, keep the tests of that shard (tests/support/shards.py)."""
+    shard = current_shard()
+    if shard is None:
+        return
+    kept, left = split([item.nodeid for item in items], shard)
+    if left:
+        config.hook.pytest_deselected(items=[items[i] for i in left])
+        items[:] = [items[i] for i in kept]
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from chatmem.testing import OpenAITestServer, every_kind_of_message, tool_turn
 from chatmem_cli import app
 from chatmem_cli._chat import SETUP_HELP
 from chatmem_repositories import create_repository
+from tests.support.environment import clear_settings
 
 runner = CliRunner()
 
@@ -29,9 +30,7 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # No CHATMEM_* or OPENAI_* from the machine, no .env, and the default data dir in tmp.
-    for name in list(os.environ):
-        if name.startswith(("CHATMEM_", "OPENAI_")):
-            monkeypatch.delenv(name)
+    clear_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CHATMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "160")

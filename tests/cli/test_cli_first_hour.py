@@ -3,7 +3,6 @@ errors, one-line errors and a doctor that says what is wrong."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from chatmem.testing import OpenAITestServer, ScriptedCompletion
 from chatmem_cli import app
 from chatmem_cli._doctor import drivers_for
 from chatmem_repositories import create_repository
+from tests.support.environment import clear_settings
 from tests.support.servers import server_url
 
 runner = CliRunner()
@@ -26,9 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith(("CHATMEM_", "OPENAI_")):
-            monkeypatch.delenv(name)
+    clear_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CHATMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "160")

@@ -10,6 +10,7 @@ and no MongoDB one before 1.1.0). One JVM run per test writes two conversations.
 
 from __future__ import annotations
 
+import fcntl
 import inspect
 import os
 import shutil
@@ -92,10 +93,20 @@ def _classpath(kind: str) -> str:
     artifact = f"spring-ai-model-chat-memory-repository-{kind}"
     cache = ROOT / ".ci-cache" / f"spring-ai-{kind}"
     lib = cache / "lib"
-    if not (lib / f"{artifact}-{version}.jar").exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / "pom.xml").write_text(
-            f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+    cache.mkdir(parents=True, exist_ok=True)
+    # The test command's two pytest processes may resolve two kinds at once, into one local
+    # Maven repository that Maven does not lock: one resolution at a time.
+    with (cache.parent / "spring-ai.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (lib / f"{artifact}-{version}.jar").exists():
+            _resolve(cache, kind, artifact, version, lib)
+    return str(lib / "*")
+
+
+def _resolve(cache: Path, kind: str, artifact: str, version: str, lib: Path) -> None:
+    """Copy the Spring AI repository of ``kind`` and its dependencies into ``lib`` with Maven."""
+    (cache / "pom.xml").write_text(
+        f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>chatmem.tests</groupId><artifactId>spring-ai-{kind}</artifactId><version>1</version>
   <dependencies>
@@ -108,14 +119,13 @@ def _classpath(kind: str) -> str:
   </dependencies>
 </project>
 """
-        )
-        subprocess.run(
-            ["mvn", "-q", "-B", "dependency:copy-dependencies", f"-DoutputDirectory={lib}"],
-            cwd=cache,
-            check=True,
-            timeout=600,
-        )
-    return str(lib / "*")
+    )
+    subprocess.run(
+        ["mvn", "-q", "-B", "dependency:copy-dependencies", f"-DoutputDirectory={lib}"],
+        cwd=cache,
+        check=True,
+        timeout=600,
+    )
 
 
 def _write(kind: str, writer: str, *args: str) -> None:

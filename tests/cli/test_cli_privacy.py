@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import gc
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from chatmem.encryption import ENV_KEYS, EnvKeyProvider, generate_key
 from chatmem.sessions import Sessions
 from chatmem_cli import app
 from chatmem_repositories import create_repository
+from tests.support.environment import clear_settings
 
 runner = CliRunner()
 
@@ -49,9 +49,7 @@ def _collected() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # No CHATMEM_* from the machine, no .env, and the default data dir in tmp.
-    for name in list(os.environ):
-        if name.startswith(("CHATMEM_", "OPENAI_")):
-            monkeypatch.delenv(name)
+    clear_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CHATMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "200")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from pathlib import Path
@@ -22,6 +21,7 @@ from chatmem import (
 from chatmem.testing import ScriptedChatModel, folding_summarizer
 from chatmem_cli import app
 from chatmem_repositories import create_repository
+from tests.support.environment import clear_settings
 
 runner = CliRunner()
 PREFIX = f"chatmem-cli-summary-{uuid.uuid4().hex[:8]}"
@@ -30,9 +30,7 @@ PREFIX = f"chatmem-cli-summary-{uuid.uuid4().hex[:8]}"
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # No CHATMEM_* or OPENAI_* from the machine, no .env, and the default data dir in tmp.
-    for name in list(os.environ):
-        if name.startswith(("CHATMEM_", "OPENAI_")):
-            monkeypatch.delenv(name)
+    clear_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CHATMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "200")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from chatmem.backend import MAX_LIMIT
 from chatmem.exceptions import ConfigurationError, MessageDecodeError
 from chatmem_cli import app
 from chatmem_repositories import create_repository
+from tests.support.environment import clear_settings
 from tests.support.servers import server_url
 
 DEPTH = 100_000
@@ -171,9 +171,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith(("CHATMEM_", "OPENAI_")):
-            monkeypatch.delenv(name)
+    clear_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CHATMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "200")

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.support.shards import current_shard, owner_of_server
+
 # Each server's port when its URL names none.
 DEFAULT_PORTS = {
     "postgresql": 5432,
@@ -60,6 +62,13 @@ def server_url(name: str) -> str:
         # A run that is meant to use no server (scripts/test-pythons on the other Pythons):
         # its backend tests skip even in CI, even if a server happens to be up.
         pytest.skip(f"CHATMEM_SKIP_SERVERS=1: this run uses no {name} server")
+    shard, owner = current_shard(), owner_of_server(name)
+    if shard is not None and owner not in (None, shard):
+        # The other shard's process uses this server now: a test must name its server in its
+        # id so that it runs where the server is used by one process at a time.
+        pytest.fail(
+            f"the {name} server belongs to the {owner} shard, not {shard}: name it in the test's id"
+        )
     url = os.environ.get(f"CHATMEM_TEST_{name.upper()}_URL", DEFAULT_URLS[name])
     parts = urlsplit(url)
     # The first of several hosts ("h1:7101,h2:7102"): the one the check connects to.

@@ -21,14 +21,13 @@ from chatmem import (
 )
 from chatmem_repositories import ChatMemorySettings
 from chatmem_repositories.settings import MemoryKind
+from tests.support.environment import clear_settings
 
 
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # Settings read the process environment and ./.env: start every test from neither.
-    for name in list(__import__("os").environ):
-        if name.startswith("CHATMEM_"):
-            monkeypatch.delenv(name)
+    clear_settings(monkeypatch, ("CHATMEM_",))
     monkeypatch.chdir(tmp_path)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from chatmem.testing import OpenAITestServer
+from tests.support.environment import clear_settings
 
 ROOT = Path(__file__).resolve().parents[3]
 ALICE = {"Authorization": "Bearer token-alice"}
@@ -39,9 +39,7 @@ def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
 
 @pytest.fixture
 def example(monkeypatch: pytest.MonkeyPatch, backend_url: str) -> Iterator[OpenAITestServer]:
-    for name in list(os.environ):
-        if name.startswith(("CHATMEM_", "OPENAI_")):
-            monkeypatch.delenv(name)
+    clear_settings(monkeypatch)
     monkeypatch.chdir(ROOT)
     with OpenAITestServer() as server:
         # The only configuration: environment variables, as in production.
