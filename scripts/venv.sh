@@ -1,5 +1,5 @@
 # Sourced by scripts/demo, scripts/test and scripts/test-pythons: pick the Python environment,
-# and install into it exactly the versions uv.lock records.
+# and install into it exactly the versions uv.lock records; and read a pytest log's result.
 #
 # Inside an active virtual environment, use it. Otherwise create the project's own, .venv
 # (CHATMEM_VENV overrides the path), with the first python3 on PATH, and reuse it on later
@@ -62,4 +62,10 @@ chatmem_install() {
   else
     "${sync[@]}" --locked
   fi
+}
+
+# pytest's closing line in the log $1, without its "=" rule: "1 failed, 1250 passed, 871 skipped
+# in 92s" (empty if the run ended before it).
+chatmem_pytest_result() {
+  grep -E '^=* ?[0-9]+ (passed|failed|error)' "$1" | tail -n 1 | tr -d '=' | xargs || true
 }
