@@ -36,8 +36,8 @@ TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
 # scripts/servers/*/start.sh use (tests/support/servers.py has the same table).
 DEFAULT_URLS = {
     "memory": "memory://",
-    "postgresql": "postgresql+psycopg://test:test@127.0.0.1:54329/testdb",
-    "mariadb": "mysql+pymysql://test:test@127.0.0.1:33061/testdb?charset=utf8mb4",
+    "postgresql": "postgresql+psycopg://test:test@127.0.0.1:25432/testdb",
+    "mariadb": "mysql+pymysql://test:test@127.0.0.1:23306/testdb?charset=utf8mb4",
     "redis": "redis://127.0.0.1:63799/0",
     "mongodb": "mongodb://127.0.0.1:27027/chatmem_test",
     "cassandra": "cassandra://127.0.0.1:9042/chatmem_test",

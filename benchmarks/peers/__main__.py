@@ -26,8 +26,8 @@ from benchmarks.peers import available_peers, measure_peers, missing_peers
 
 # The test servers' URLs (tests/support/servers.py), used when no variable or --url names one.
 DEFAULT_URLS = {
-    "postgresql": "postgresql+psycopg://test:test@127.0.0.1:54329/testdb",
-    "mariadb": "mysql+pymysql://test:test@127.0.0.1:33061/testdb?charset=utf8mb4",
+    "postgresql": "postgresql+psycopg://test:test@127.0.0.1:25432/testdb",
+    "mariadb": "mysql+pymysql://test:test@127.0.0.1:23306/testdb?charset=utf8mb4",
     "redis": "redis://127.0.0.1:63799/0",
     "mongodb": "mongodb://127.0.0.1:27027/chatmem_test",
     "cassandra": "cassandra://127.0.0.1:9042/chatmem_test",

@@ -52,10 +52,13 @@ for name in "${slow[@]}"; do
   fi
 done
 
+# Every default port lies below the kernel's ephemeral range (32768-60999 on Linux): a
+# port inside it can be taken by any client connection's local end, and a server that starts
+# or restarts on it then fails to bind (tests/meta/test_server_ports.py checks the defaults).
 cat >"$CHATMEM_SERVERS_RUN/urls.env" <<URLS
-export CHATMEM_TEST_POSTGRESQL_URL=postgresql+psycopg://test:test@127.0.0.1:${CHATMEM_POSTGRES_PORT:-54329}/testdb
-export CHATMEM_TEST_POSTGRESQL_STANDBY_URL='postgresql+psycopg://test:test@127.0.0.1:${CHATMEM_POSTGRES_STANDBY_PORT:-54351},127.0.0.1:$((${CHATMEM_POSTGRES_STANDBY_PORT:-54351} + 1))/testdb?target_session_attrs=read-write'
-export CHATMEM_TEST_MARIADB_URL='mysql+pymysql://test:test@127.0.0.1:${CHATMEM_MARIADB_PORT:-33061}/testdb?charset=utf8mb4'
+export CHATMEM_TEST_POSTGRESQL_URL=postgresql+psycopg://test:test@127.0.0.1:${CHATMEM_POSTGRES_PORT:-25432}/testdb
+export CHATMEM_TEST_POSTGRESQL_STANDBY_URL='postgresql+psycopg://test:test@127.0.0.1:${CHATMEM_POSTGRES_STANDBY_PORT:-25451},127.0.0.1:$((${CHATMEM_POSTGRES_STANDBY_PORT:-25451} + 1))/testdb?target_session_attrs=read-write'
+export CHATMEM_TEST_MARIADB_URL='mysql+pymysql://test:test@127.0.0.1:${CHATMEM_MARIADB_PORT:-23306}/testdb?charset=utf8mb4'
 export CHATMEM_TEST_REDIS_URL=redis://127.0.0.1:${CHATMEM_REDIS_PORT:-63799}/0
 export CHATMEM_TEST_REDIS_CLUSTER_URL=redis+cluster://127.0.0.1:${CHATMEM_REDIS_CLUSTER_PORT:-7101},127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 1)),127.0.0.1:$((${CHATMEM_REDIS_CLUSTER_PORT:-7101} + 2))
 export CHATMEM_TEST_REDIS_SENTINEL_URL=redis+sentinel://127.0.0.1:${CHATMEM_REDIS_SENTINELS_PORT:-26401},127.0.0.1:$((${CHATMEM_REDIS_SENTINELS_PORT:-26401} + 1)),127.0.0.1:$((${CHATMEM_REDIS_SENTINELS_PORT:-26401} + 2))/chatmem/0

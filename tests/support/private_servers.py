@@ -13,6 +13,7 @@ server dies as a whole, with no process left to finish a write on its behalf.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -32,11 +33,23 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+# Private servers listen below the kernel's ephemeral range (32768-60999 on Linux): a port
+# from that range can be taken by any client connection's local end while a killed server
+# is down, and its restart on the same port then fails to bind. Above the fixed ports of
+# scripts/servers (all below 28000).
+PRIVATE_PORTS = range(28000, 32000)
+
+
 def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """Return a TCP port on 127.0.0.1, outside the ephemeral range, that nothing holds now."""
+    for port in random.sample(PRIVATE_PORTS, 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ServerStartError(f"no free port in {PRIVATE_PORTS}")
 
 
 def _state(pid: int) -> str | None:

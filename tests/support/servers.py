@@ -26,14 +26,14 @@ DEFAULT_PORTS = {
     "neo4j": 7687,
 }
 DEFAULT_URLS = {
-    "postgresql": "postgresql+psycopg://test:test@127.0.0.1:54329/testdb",
+    "postgresql": "postgresql+psycopg://test:test@127.0.0.1:25432/testdb",
     # A primary and its streaming standby (scripts/servers/postgres-standby/start.sh); libpq
     # connects to whichever of the two accepts writes.
     "postgresql_standby": (
-        "postgresql+psycopg://test:test@127.0.0.1:54351,127.0.0.1:54352/testdb"
+        "postgresql+psycopg://test:test@127.0.0.1:25451,127.0.0.1:25452/testdb"
         "?target_session_attrs=read-write"
     ),
-    "mariadb": "mysql+pymysql://test:test@127.0.0.1:33061/testdb?charset=utf8mb4",
+    "mariadb": "mysql+pymysql://test:test@127.0.0.1:23306/testdb?charset=utf8mb4",
     "redis": "redis://127.0.0.1:63799/0",
     # Six nodes on 7101-7106 (scripts/servers/redis-cluster/start.sh); three seeds suffice.
     "redis_cluster": "redis+cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103",

@@ -9,7 +9,7 @@ in the way of talking to 127.0.0.1.
 Example::
 
     api = Toxiproxy("http://127.0.0.1:8474")
-    proxy = api.create("pg", upstream="127.0.0.1:54329")
+    proxy = api.create("pg", upstream="127.0.0.1:25432")
     with proxy.toxic("latency", latency=100):
         ...  # every reply now comes 100 ms late
 """

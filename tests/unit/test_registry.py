@@ -227,8 +227,8 @@ def test_password_never_in_errors(url: str) -> None:
 
 
 BACKEND_URLS = [
-    f"postgresql+psycopg://test:{PASSWORD}@127.0.0.1:54329/testdb",
-    f"mysql+pymysql://test:{PASSWORD}@127.0.0.1:33061/testdb",
+    f"postgresql+psycopg://test:{PASSWORD}@127.0.0.1:25432/testdb",
+    f"mysql+pymysql://test:{PASSWORD}@127.0.0.1:23306/testdb",
     f"redis://:{PASSWORD}@127.0.0.1:63799/0",
     f"mongodb://test:{PASSWORD}@127.0.0.1:27027/chatmem_test",
     f"cassandra://test:{PASSWORD}@127.0.0.1:9042/chatmem_test",

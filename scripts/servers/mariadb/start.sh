@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start a private MariaDB 10.11 (Debian package) for the tests on
-# 127.0.0.1:${CHATMEM_MARIADB_PORT:-33061}: user test/test with all privileges on
+# 127.0.0.1:${CHATMEM_MARIADB_PORT:-23306}: user test/test with all privileges on
 # testdb (and on testdb_* for per-worker databases).
-#   URL: mysql+pymysql://test:test@127.0.0.1:33061/testdb?charset=utf8mb4
+#   URL: mysql+pymysql://test:test@127.0.0.1:23306/testdb?charset=utf8mb4
 # Server charset utf8mb4, collation utf8mb4_bin (case- and accent-sensitive, like
 # the other backends compare ids); override with CHATMEM_MARIADB_COLLATION.
 #
@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../common.sh
 source "$here/../common.sh"
 
-PORT=${CHATMEM_MARIADB_PORT:-33061}
+PORT=${CHATMEM_MARIADB_PORT:-23306}
 COLLATION=${CHATMEM_MARIADB_COLLATION:-utf8mb4_bin}
 KEEP=${CHATMEM_KEEP_DATA:-0}
 [[ ${1:-} == --keep-data ]] && KEEP=1

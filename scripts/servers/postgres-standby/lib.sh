@@ -1,6 +1,6 @@
 # Helpers of the PostgreSQL primary/standby topology's scripts. Source it; do not run it.
 #
-# Two nodes, n1 on ${CHATMEM_POSTGRES_STANDBY_PORT:-54351} and n2 on the port after it, each
+# Two nodes, n1 on ${CHATMEM_POSTGRES_STANDBY_PORT:-25451} and n2 on the port after it, each
 # with its data in $CHATMEM_SERVERS_RUN/postgres-standby/NODE/data, its unix socket in
 # $CHATMEM_SERVERS_RUN/postgres-standby/NODE and its postmaster's pid in
 # $CHATMEM_SERVERS_RUN/postgres-standby/NODE.pid. Either node may be the primary: a failover
@@ -9,7 +9,7 @@
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
-BASE=${CHATMEM_POSTGRES_STANDBY_PORT:-54351}
+BASE=${CHATMEM_POSTGRES_STANDBY_PORT:-25451}
 RUN=$CHATMEM_SERVERS_RUN/postgres-standby
 BIN=/usr/lib/postgresql/15/bin
 NODES=(n1 n2)

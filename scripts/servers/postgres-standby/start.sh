@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Start a private PostgreSQL 15 primary with a streaming-replication standby (Debian's
 # package, the binaries scripts/servers/postgres uses) for the failover tests, on 127.0.0.1:
-# node n1 on ${CHATMEM_POSTGRES_STANDBY_PORT:-54351} (the primary of a fresh topology), node
+# node n1 on ${CHATMEM_POSTGRES_STANDBY_PORT:-25451} (the primary of a fresh topology), node
 # n2 on the port after it (cloned from n1 with pg_basebackup -R). Role test/test (SUPERUSER),
 # database testdb. The URL names both nodes; libpq connects to whichever accepts writes:
-#   postgresql+psycopg://test:test@127.0.0.1:54351,127.0.0.1:54352/testdb?target_session_attrs=read-write
+#   postgresql+psycopg://test:test@127.0.0.1:25451,127.0.0.1:25452/testdb?target_session_attrs=read-write
 #
 # Replication is asynchronous unless the argument is "sync" (or CHATMEM_POSTGRES_STANDBY_MODE=sync):
 # then every commit waits until the standby has its WAL. mode.sh switches a running topology.

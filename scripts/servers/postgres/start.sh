@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start a private PostgreSQL 15 (Debian package) for the tests on
-# 127.0.0.1:${CHATMEM_POSTGRES_PORT:-54329}: role test/test (SUPERUSER), database testdb.
-#   URL: postgresql+psycopg://test:test@127.0.0.1:54329/testdb
+# 127.0.0.1:${CHATMEM_POSTGRES_PORT:-25432}: role test/test (SUPERUSER), database testdb.
+#   URL: postgresql+psycopg://test:test@127.0.0.1:25432/testdb
 #
 # Default: a FRESH cluster (old data under $CHATMEM_SERVERS_RUN/postgres is wiped).
 # With --keep-data or CHATMEM_KEEP_DATA=1 an existing valid cluster is reused, so
@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../common.sh
 source "$here/../common.sh"
 
-PORT=${CHATMEM_POSTGRES_PORT:-54329}
+PORT=${CHATMEM_POSTGRES_PORT:-25432}
 KEEP=${CHATMEM_KEEP_DATA:-0}
 [[ ${1:-} == --keep-data ]] && KEEP=1
 RUN=$CHATMEM_SERVERS_RUN/postgres

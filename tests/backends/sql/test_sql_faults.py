@@ -24,7 +24,7 @@ from chatmem_repositories.sql import AsyncSqlChatMemoryRepository, SqlChatMemory
 from tests.support.servers import server_url
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "servers" / "postgres"
-PORT = int(os.environ.get("CHATMEM_FAULT_POSTGRES_PORT", "54339"))
+PORT = int(os.environ.get("CHATMEM_FAULT_POSTGRES_PORT", "25439"))
 URL = f"postgresql+psycopg://test:test@127.0.0.1:{PORT}/testdb"
 BOUND_SECONDS = 15.0  # the writer must learn of the outage within this
 STOP_AFTER = 20  # acknowledged appends before the server is stopped under the writer
