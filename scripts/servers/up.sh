@@ -52,7 +52,7 @@ for name in "${slow[@]}"; do
   fi
 done
 
-# Every default port lies below the kernel's ephemeral range (32768-60999 on Linux): a
+# Every default port lies outside the kernel's ephemeral range (32768-60999 on Linux): a
 # port inside it can be taken by any client connection's local end, and a server that starts
 # or restarts on it then fails to bind (tests/meta/test_server_ports.py checks the defaults).
 cat >"$CHATMEM_SERVERS_RUN/urls.env" <<URLS
